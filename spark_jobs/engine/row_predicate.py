@@ -1,0 +1,33 @@
+"""The contract between late materialization and whatever decides which rows of a batch survive.
+
+Both the conjuncts of a row filter and equality delete sets are row predicates: the Parquet reader reads the
+columns a predicate names (by Iceberg field id, already projected to the read schema's types), asks it for a keep
+mask, and reads further columns only for rows that survive. Cheaper predicates run first (``cost_hint``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import pyarrow as pa
+
+
+@runtime_checkable
+class RowPredicate(Protocol):
+    """Decides per row whether it survives; evaluated on Arrow arrays keyed by field id."""
+
+    @property
+    def field_ids(self) -> frozenset[int]:
+        """The Iceberg field ids whose columns ``keep_mask`` needs."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """``"filter"`` for a row-filter conjunct, ``"equality_delete"`` for an equality delete set (for metrics)."""
+        ...
+
+    def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
+        """A boolean numpy array of ``num_rows``: True where the row survives this predicate."""
+        ...
