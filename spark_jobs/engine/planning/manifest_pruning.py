@@ -1,0 +1,145 @@
+"""Prune a snapshot's manifests and their entries with the row filter, before any data file is opened.
+
+pyiceberg's evaluators do the work; this module decides where each applies and counts what it pruned:
+
+1. Manifests (data and delete): project the row filter onto the manifest's partition spec (inclusive projection)
+   and test the manifest's partition summaries (``manifest_evaluator``). A delete manifest whose partitions cannot
+   match cannot hold a delete for a surviving data file: deletes apply within their own spec and partition only,
+   except equality deletes of an unpartitioned spec, whose projection is always true, so they are never pruned.
+2. Delete manifests older than every data manifest still read (sequence number below the smallest data sequence
+   number) are skipped: no delete in them can apply to any data file (deletes need seq >= data seq).
+3. Entries, read in parallel on pyiceberg's shared thread pool: data files by their partition tuple (the projected
+   filter evaluated on the partition record) and then by column metrics (``_InclusiveMetricsEvaluator``: bounds,
+   null and NaN counts; empty files go too). Delete files by partition tuple only: their column metrics describe
+   deleted rows, not the data they delete from.
+4. Counting into ``ScanMetrics``: every manifest of the snapshot is in ``manifests_total``; data files in a pruned
+   manifest count into ``data_files_total`` and ``data_files_pruned`` by the manifest's file counts (unknown in some
+   v1 manifests, then 0), data files read from a manifest by what the evaluators decide.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.visitors import (
+    _InclusiveMetricsEvaluator,
+    expression_evaluator,
+    inclusive_projection,
+    manifest_evaluator,
+)
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import (
+    INITIAL_SEQUENCE_NUMBER,
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.utils.concurrent import ExecutorFactory
+
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.planning.manifest_entries import read_live_entries
+
+
+@dataclass(frozen=True)
+class PrunedEntries:
+    """The live entries that survived pruning, data files and delete files apart, in manifest order."""
+
+    data_entries: list[ManifestEntry]
+    delete_entries: list[ManifestEntry]
+
+
+class ManifestPruner:
+    """Decides, for one scan (schema, row filter), which manifests and manifest entries may hold matching rows."""
+
+    def __init__(
+        self, specs: dict[int, PartitionSpec], schema: Schema, row_filter: BooleanExpression, case_sensitive: bool
+    ) -> None:
+        self._filters_rows = row_filter != AlwaysTrue()
+        self._manifest_evaluators: dict[int, Callable[[ManifestFile], bool]] = {}
+        self._partition_evaluators: dict[int, Callable[[DataFile], bool]] = {}
+        for spec_id, spec in specs.items():
+            if spec.is_unpartitioned() or not self._filters_rows:
+                continue
+            partition_filter = inclusive_projection(schema, spec, case_sensitive)(row_filter)
+            if partition_filter == AlwaysTrue():
+                continue
+            self._manifest_evaluators[spec_id] = manifest_evaluator(spec, schema, partition_filter, case_sensitive)
+            partition_schema = Schema(*spec.partition_type(schema).fields)
+            self._partition_evaluators[spec_id] = _on_partition(
+                expression_evaluator(partition_schema, partition_filter, case_sensitive)
+            )
+        self._metrics_evaluator = _InclusiveMetricsEvaluator(schema, row_filter, case_sensitive).eval
+
+    def manifest_may_match(self, manifest: ManifestFile) -> bool:
+        """False when the manifest's partition summaries prove no entry can match the filter."""
+        evaluator = self._manifest_evaluators.get(manifest.partition_spec_id)
+        return evaluator is None or evaluator(manifest)
+
+    def partition_may_match(self, data_file: DataFile) -> bool:
+        """False when the file's partition tuple proves none of its rows can match the filter."""
+        evaluator = self._partition_evaluators.get(data_file.spec_id)
+        return evaluator is None or evaluator(data_file)
+
+    def metrics_may_match(self, data_file: DataFile) -> bool:
+        """False when the file's column metrics prove none of its rows can match (or it has no rows)."""
+        return self._metrics_evaluator(data_file)
+
+    def select_entries(self, manifests: Sequence[ManifestFile], io: FileIO, metrics: ScanMetrics) -> PrunedEntries:
+        """Read the manifests that may match, in parallel, and keep the entries that may match."""
+        metrics.manifests_total += len(manifests)
+        kept_data_manifests: list[ManifestFile] = []
+        for manifest in (m for m in manifests if m.content != ManifestContent.DELETES):
+            if self.manifest_may_match(manifest):
+                kept_data_manifests.append(manifest)
+            else:
+                files = (manifest.added_files_count or 0) + (manifest.existing_files_count or 0)
+                metrics.data_files_total += files
+                metrics.data_files_pruned += files
+        min_data_sequence_number = min(
+            (m.min_sequence_number or INITIAL_SEQUENCE_NUMBER for m in kept_data_manifests),
+            default=INITIAL_SEQUENCE_NUMBER,
+        )
+        kept_delete_manifests = [
+            m
+            for m in manifests
+            if m.content == ManifestContent.DELETES
+            and (m.sequence_number or INITIAL_SEQUENCE_NUMBER) >= min_data_sequence_number
+            and self.manifest_may_match(m)
+        ]
+        kept_manifests = kept_data_manifests + kept_delete_manifests
+        metrics.manifests_pruned += len(manifests) - len(kept_manifests)
+
+        entries_per_manifest = _read_all(kept_manifests, io)
+        data_entries: list[ManifestEntry] = []
+        delete_entries: list[ManifestEntry] = []
+        for entries in entries_per_manifest:
+            for entry in entries:
+                data_file = entry.data_file
+                if data_file.content == DataFileContent.DATA:
+                    metrics.data_files_total += 1
+                    if self.partition_may_match(data_file) and self.metrics_may_match(data_file):
+                        data_entries.append(entry)
+                    else:
+                        metrics.data_files_pruned += 1
+                elif self.partition_may_match(data_file):
+                    delete_entries.append(entry)
+        return PrunedEntries(data_entries, delete_entries)
+
+
+def _read_all(manifests: list[ManifestFile], io: FileIO) -> list[list[ManifestEntry]]:
+    """Live entries of each manifest, read on pyiceberg's shared thread pool when there is more than one."""
+    if len(manifests) <= 1:
+        return [read_live_entries(manifest, io) for manifest in manifests]
+    executor = ExecutorFactory.get_or_create()
+    return list(executor.map(lambda manifest: read_live_entries(manifest, io), manifests))
+
+
+def _on_partition(evaluate_record: Callable[..., bool]) -> Callable[[DataFile], bool]:
+    """Adapt a partition-record evaluator to take the data file holding the record."""
+    return lambda data_file: evaluate_record(data_file.partition)

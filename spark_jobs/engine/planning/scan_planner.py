@@ -1,0 +1,169 @@
+"""Plan a merge-on-read scan of one snapshot: which slices of which data files, with which deletes, in which task.
+
+1. Parse the row filter (pyiceberg's row-filter syntax, or an expression) and bind it to the read schema; a syntax
+   error or an unknown column is an ``InvalidFilterError`` naming the table.
+2. Prune manifests and entries (``manifest_pruning``): partition summaries, partition tuples, column metrics.
+3. Index the surviving delete files (``delete_index``) and attach to each surviving data file exactly the deletes
+   that apply; fill its identity-partition constants from its own partition spec.
+4. Split data files on row-group boundaries and pack the slices into tasks (``splitting``), with the table's
+   read.split.* properties unless overridden.
+5. Count tasks and applied delete files into the scan's ``ScanMetrics``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.parser import parse
+from pyiceberg.expressions.visitors import bind
+from pyiceberg.manifest import ManifestEntry
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.transforms import IdentityTransform
+from pyparsing import ParseException
+
+from spark_jobs.engine.errors import InvalidFilterError
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.planning.delete_index import DeleteFileIndex
+from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
+from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
+from spark_jobs.engine.snapshots import schema_for_snapshot
+from spark_jobs.engine.tasks import DataFileSlice, ScanTask
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """The tasks of a scan and what executors need besides them: schema, filters, snapshot, and planning counters."""
+
+    tasks: list[ScanTask]
+    schema: Schema
+    snapshot: Snapshot | None
+    row_filter: BooleanExpression  # unbound, as parsed
+    bound_filter: BooleanExpression  # bound to ``schema`` (field ids)
+    case_sensitive: bool
+    metrics: ScanMetrics
+
+
+def plan_scan(
+    table: Table,
+    snapshot: Snapshot | None,
+    *,
+    schema: Schema | None = None,
+    row_filter: BooleanExpression | str | None = None,
+    case_sensitive: bool = True,
+    split_size: int | None = None,
+    open_file_cost: int | None = None,
+    lookback: int | None = None,
+    metrics: ScanMetrics | None = None,
+) -> ScanPlan:
+    """Plan the scan of ``snapshot`` (None: an empty table) read with ``schema``.
+
+    ``schema`` defaults to ``schema_for_snapshot(table, snapshot)``; pass ``snapshots.resolve_read_target(...)``'s
+    schema to read as Iceberg Java does for current-state and branch reads. ``split_size``, ``open_file_cost`` and
+    ``lookback`` override the table's read.split.* properties.
+    """
+    read_schema = schema if schema is not None else schema_for_snapshot(table, snapshot)
+    unbound_filter, bound_filter = bind_row_filter(table, read_schema, row_filter, case_sensitive)
+    scan_metrics = metrics if metrics is not None else ScanMetrics()
+    settings = SplitSettings.from_table_properties(
+        table.properties, split_size=split_size, open_file_cost=open_file_cost, lookback=lookback
+    )
+    tasks: list[ScanTask] = []
+    if snapshot is not None:
+        slices = _data_file_slices(
+            table,
+            snapshot,
+            schema=read_schema,
+            row_filter=unbound_filter,
+            case_sensitive=case_sensitive,
+            metrics=scan_metrics,
+        )
+        split_slices = [piece for data_file in slices for piece in split_data_file(data_file, settings.split_size)]
+        tasks = pack_slices(split_slices, settings)
+    scan_metrics.tasks += len(tasks)
+    return ScanPlan(tasks, read_schema, snapshot, unbound_filter, bound_filter, case_sensitive, scan_metrics)
+
+
+def bind_row_filter(
+    table: Table, schema: Schema, row_filter: BooleanExpression | str | None, case_sensitive: bool
+) -> tuple[BooleanExpression, BooleanExpression]:
+    """The row filter parsed (unbound) and bound to ``schema``; errors name the table and what is wrong."""
+    if row_filter is None or (isinstance(row_filter, str) and not row_filter.strip()):
+        return AlwaysTrue(), AlwaysTrue()
+    table_name = ".".join(table.name())
+    if isinstance(row_filter, str):
+        try:
+            unbound = parse(row_filter)
+        except ParseException as error:
+            raise InvalidFilterError(
+                f"row filter {row_filter!r} for table {table_name} does not parse at column {error.col}: {error.msg}"
+            ) from None
+    else:
+        unbound = row_filter
+    try:
+        return unbound, bind(schema, unbound, case_sensitive)
+    except (ValueError, TypeError) as error:
+        columns = ", ".join(field.name for field in schema.fields)
+        raise InvalidFilterError(
+            f"row filter {str(row_filter)!r} for table {table_name} cannot be applied: {error}; columns: {columns}"
+        ) from None
+
+
+def identity_partition_constants(spec: PartitionSpec, partition: Any) -> dict[int, Any]:
+    """Source field id -> partition value for each identity field of the file's own spec."""
+    return {
+        partition_field.source_id: partition[position]
+        for position, partition_field in enumerate(spec.fields)
+        if isinstance(partition_field.transform, IdentityTransform)
+    }
+
+
+def _data_file_slices(
+    table: Table,
+    snapshot: Snapshot,
+    *,
+    schema: Schema,
+    row_filter: BooleanExpression,
+    case_sensitive: bool,
+    metrics: ScanMetrics,
+) -> list[DataFileSlice]:
+    """Whole-file slices of the data files that may match, each with exactly the deletes that apply."""
+    specs = table.specs()
+    pruner = ManifestPruner(specs, schema, row_filter, case_sensitive)
+    entries = pruner.select_entries(snapshot.manifests(table.io), table.io, metrics)
+    delete_index = DeleteFileIndex(specs)
+    for delete_entry in entries.delete_entries:
+        delete_index.add(delete_entry)
+    slices = [_whole_file_slice(entry, specs[entry.data_file.spec_id], delete_index) for entry in entries.data_entries]
+    applied_delete_files = {
+        delete_file
+        for data_file in slices
+        for delete_file in (*data_file.position_deletes, *data_file.equality_deletes, data_file.deletion_vector)
+        if delete_file is not None
+    }
+    metrics.delete_files_applied += len(applied_delete_files)
+    return slices
+
+
+def _whole_file_slice(entry: ManifestEntry, spec: PartitionSpec, delete_index: DeleteFileIndex) -> DataFileSlice:
+    """The whole data file of ``entry`` as a slice, with its deletes, constants and split offsets."""
+    data_file = entry.data_file
+    deletes = delete_index.for_data_file(entry)
+    return DataFileSlice(
+        path=data_file.file_path,
+        file_size_in_bytes=data_file.file_size_in_bytes,
+        record_count=data_file.record_count,
+        spec_id=data_file.spec_id,
+        partition_constants=identity_partition_constants(spec, data_file.partition),
+        start=0,
+        length=data_file.file_size_in_bytes,
+        position_deletes=deletes.position_deletes,
+        deletion_vector=deletes.deletion_vector,
+        equality_deletes=deletes.equality_deletes,
+        data_sequence_number=entry.sequence_number or 0,
+        split_offsets=tuple(data_file.split_offsets) if data_file.split_offsets else None,
+    )

@@ -1,0 +1,159 @@
+"""Split large data files on row-group boundaries and pack slices into tasks, as Iceberg Java plans Spark scans.
+
+Splitting (Java: ``OffsetsAwareSplitScanTaskIterator``):
+
+1. A file's ``split_offsets`` (row-group start offsets from the manifest) are used only when strictly ascending
+   and inside the file; otherwise, or when absent, the file is one slice.
+2. Row group ``i`` spans ``[offsets[i], offsets[i + 1])``, the last one up to the file's end. Consecutive row groups
+   join a slice while the slice stays within the split size (a slice always takes at least one row group).
+3. Each slice starts at its first row group's offset, except the first slice, which starts at byte 0 (so the
+   slices of one file partition ``[0, file_size)`` exactly), and ends where the next slice starts.
+
+Packing (Java: ``TableScanUtil.planTasks`` with ``BinPacking.PackingIterable``, largest bin first):
+
+1. A slice weighs ``max(length + sizes of its delete files, (1 + number of delete files) * open_file_cost)``;
+   a deletion vector counts its blob's size, not its whole Puffin file.
+2. Slices are taken in order; each goes into the first open bin it fits (bin weight + slice weight <= split
+   size), or opens a new bin.
+3. When more than ``lookback`` bins are open, the heaviest one (the first of equals) is closed and becomes a task.
+4. When the slices run out, the remaining bins become tasks in the order they were opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
+
+from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.tasks import DataFileSlice, ScanTask
+
+# Table properties and their defaults (Iceberg's TableProperties).
+SPLIT_SIZE_PROPERTY = "read.split.target-size"
+OPEN_FILE_COST_PROPERTY = "read.split.open-file-cost"
+LOOKBACK_PROPERTY = "read.split.planning-lookback"
+DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
+DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
+DEFAULT_LOOKBACK = 10
+
+
+@dataclass(frozen=True)
+class SplitSettings:
+    """Target split size, cost of opening a file, and how many open bins the packer keeps (all positive)."""
+
+    split_size: int = DEFAULT_SPLIT_SIZE
+    open_file_cost: int = DEFAULT_OPEN_FILE_COST
+    lookback: int = DEFAULT_LOOKBACK
+
+    def __post_init__(self) -> None:
+        if self.split_size <= 0:
+            raise UserInputError(f"split size must be positive, got {self.split_size}")
+        if self.open_file_cost < 0:
+            raise UserInputError(f"open-file cost must not be negative, got {self.open_file_cost}")
+        if self.lookback <= 0:
+            raise UserInputError(f"split planning lookback must be positive, got {self.lookback}")
+
+    @classmethod
+    def from_table_properties(
+        cls,
+        properties: Mapping[str, str],
+        *,
+        split_size: int | None = None,
+        open_file_cost: int | None = None,
+        lookback: int | None = None,
+    ) -> SplitSettings:
+        """Settings from the table's read.split.* properties, each overridden by an argument that is not None."""
+        return cls(
+            split_size=_setting(split_size, properties, SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE),
+            open_file_cost=_setting(open_file_cost, properties, OPEN_FILE_COST_PROPERTY, DEFAULT_OPEN_FILE_COST),
+            lookback=_setting(lookback, properties, LOOKBACK_PROPERTY, DEFAULT_LOOKBACK),
+        )
+
+
+def split_data_file(data_file: DataFileSlice, split_size: int) -> list[DataFileSlice]:
+    """Slices of a whole data file on row-group boundaries, each up to ``split_size`` bytes of row groups."""
+    file_size = data_file.file_size_in_bytes
+    offsets = usable_split_offsets(data_file.split_offsets, file_size)
+    if offsets is None:
+        return [replace(data_file, start=0, length=file_size)]
+    row_group_ends = [*offsets[1:], file_size]
+    slice_starts = [0]
+    slice_bytes = row_group_ends[0] - offsets[0]
+    for row_group_start, row_group_end in zip(offsets[1:], row_group_ends[1:], strict=True):
+        row_group_bytes = row_group_end - row_group_start
+        if slice_bytes + row_group_bytes <= split_size:
+            slice_bytes += row_group_bytes
+        else:
+            slice_starts.append(row_group_start)
+            slice_bytes = row_group_bytes
+    slice_ends = [*slice_starts[1:], file_size]
+    return [
+        replace(data_file, start=start, length=end - start) for start, end in zip(slice_starts, slice_ends, strict=True)
+    ]
+
+
+def usable_split_offsets(split_offsets: Sequence[int] | None, file_size: int) -> tuple[int, ...] | None:
+    """The split offsets when they can be trusted (strictly ascending, within the file), else None."""
+    if not split_offsets:
+        return None
+    if split_offsets[0] < 0 or split_offsets[-1] >= file_size:
+        return None
+    if any(later <= earlier for earlier, later in pairwise(split_offsets)):
+        return None
+    return tuple(split_offsets)
+
+
+def slice_weight(data_file_slice: DataFileSlice, open_file_cost: int) -> int:
+    """The packer's weight of a slice: its bytes plus its deletes' bytes, at least one open-file cost per file."""
+    delete_sizes = [delete_file.file_size_in_bytes for delete_file in data_file_slice.position_deletes]
+    delete_sizes += [delete_file.file_size_in_bytes for delete_file in data_file_slice.equality_deletes]
+    if data_file_slice.deletion_vector is not None:
+        delete_sizes.append(data_file_slice.deletion_vector.content_size_in_bytes)
+    return max(data_file_slice.length + sum(delete_sizes), (1 + len(delete_sizes)) * open_file_cost)
+
+
+def pack_slices(slices: Iterable[DataFileSlice], settings: SplitSettings) -> list[ScanTask]:
+    """Pack slices into tasks of about ``settings.split_size`` weight (steps in the module docstring)."""
+    open_bins: list[_Bin] = []
+    tasks: list[ScanTask] = []
+    for data_file_slice in slices:
+        weight = slice_weight(data_file_slice, settings.open_file_cost)
+        target = next((b for b in open_bins if b.weight + weight <= settings.split_size), None)
+        if target is None:
+            target = _Bin()
+            open_bins.append(target)
+        target.add(data_file_slice, weight)
+        if len(open_bins) > settings.lookback:
+            heaviest = max(open_bins, key=lambda b: b.weight)
+            open_bins.remove(heaviest)
+            tasks.append(heaviest.as_task())
+    tasks.extend(b.as_task() for b in open_bins)
+    return tasks
+
+
+@dataclass(eq=False)
+class _Bin:
+    """Slices gathered for one task and their total weight."""
+
+    weight: int = 0
+    slices: list[DataFileSlice] = field(default_factory=list)
+
+    def add(self, data_file_slice: DataFileSlice, weight: int) -> None:
+        self.weight += weight
+        self.slices.append(data_file_slice)
+
+    def as_task(self) -> ScanTask:
+        return ScanTask(tuple(self.slices))
+
+
+def _setting(override: int | None, properties: Mapping[str, str], key: str, default: int) -> int:
+    """An override, else the table property parsed as an integer, else the default."""
+    if override is not None:
+        return int(override)
+    raw = properties.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise UserInputError(f"table property {key} must be an integer number of bytes, got {raw!r}") from None

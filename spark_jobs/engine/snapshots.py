@@ -1,0 +1,171 @@
+"""Snapshot choice for a read: current state, a snapshot id, a branch or tag, or the state as of a time.
+
+Time travel follows Iceberg Java (``SnapshotUtil``):
+
+1. ``as_of`` resolves through the snapshot log (the main branch's history), not the snapshot list: the last log
+   entry whose timestamp is <= the requested time wins (``snapshotIdAsOfTime``).
+2. The schema of a read (``schemaFor``): the table's current schema for a read of the current state, of the main
+   branch or of any branch; the snapshot's own schema (``schema-id``) for a snapshot id, a timestamp or a tag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
+from pyiceberg.table.snapshots import Snapshot
+
+from spark_jobs.engine.errors import SnapshotNotFoundError, UserInputError
+
+# How many snapshot ids an error message lists.
+_IDS_SHOWN = 5
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class ReadTarget:
+    """What a read sees: the snapshot (None for a table without one) and the schema to read it with."""
+
+    snapshot: Snapshot | None
+    schema: Schema
+
+
+def resolve_read_target(
+    table: Table, *, snapshot_id: int | None = None, ref: str | None = None, as_of: int | str | None = None
+) -> ReadTarget:
+    """Resolve the snapshot selector and pair it with the schema Iceberg Java reads it with."""
+    snapshot = resolve_snapshot(table, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    if snapshot_id is None and as_of is None and ref is None:
+        return ReadTarget(snapshot, table.schema())
+    return ReadTarget(snapshot, schema_for_snapshot(table, snapshot, ref=ref))
+
+
+def resolve_snapshot(
+    table: Table, *, snapshot_id: int | None = None, ref: str | None = None, as_of: int | str | None = None
+) -> Snapshot | None:
+    """The snapshot selected by at most one of id, ref or as-of time; the current one (or None) without a selector."""
+    selectors = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
+    given = [name for name, value in selectors.items() if value is not None]
+    if len(given) > 1:
+        raise UserInputError(f"choose at most one of snapshot_id, ref, as_of for {_table_name(table)}; got {given}")
+    if snapshot_id is not None:
+        return _snapshot_by_id(table, int(snapshot_id))
+    if ref is not None:
+        return _snapshot_by_ref(table, ref)
+    if as_of is not None:
+        return _snapshot_as_of(table, parse_as_of(as_of))
+    return table.current_snapshot()
+
+
+def schema_for_snapshot(table: Table, snapshot: Snapshot | None, *, ref: str | None = None) -> Schema:
+    """The schema to read ``snapshot`` with: its own for time travel and tags, the current one for branches.
+
+    Pass ``ref`` when the snapshot was chosen by a ref. Without a snapshot (empty table) the current schema applies.
+    """
+    if ref is not None:
+        snapshot_ref = table.metadata.refs.get(ref)
+        if ref == MAIN_BRANCH or snapshot_ref is None or snapshot_ref.snapshot_ref_type == SnapshotRefType.BRANCH:
+            return table.schema()
+        snapshot = table.snapshot_by_id(snapshot_ref.snapshot_id)
+    if snapshot is None or snapshot.schema_id is None:
+        return table.schema()
+    schema = table.schemas().get(snapshot.schema_id)
+    if schema is None:
+        raise SnapshotNotFoundError(
+            f"snapshot {snapshot.snapshot_id} of {_table_name(table)} names schema {snapshot.schema_id}, which the "
+            f"table metadata does not hold (schemas: {sorted(table.schemas())})"
+        )
+    return schema
+
+
+def parse_as_of(as_of: int | str) -> int:
+    """Epoch milliseconds from an int, a string of digits, or ISO-8601 (no zone means UTC)."""
+    if isinstance(as_of, bool):
+        raise UserInputError(f"as_of must be epoch milliseconds or an ISO-8601 timestamp, got {as_of!r}")
+    if isinstance(as_of, int):
+        return as_of
+    text = as_of.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise UserInputError(
+            f"as_of {as_of!r} is neither epoch milliseconds nor an ISO-8601 timestamp (e.g. 2024-01-05T10:00:00Z)"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+def _snapshot_by_id(table: Table, snapshot_id: int) -> Snapshot:
+    """The snapshot with this id, or an error listing some that exist."""
+    snapshot = table.snapshot_by_id(snapshot_id)
+    if snapshot is None:
+        raise SnapshotNotFoundError(
+            f"snapshot id {snapshot_id} not found in {_table_name(table)}; {_existing_snapshots(table)}"
+        )
+    return snapshot
+
+
+def _snapshot_by_ref(table: Table, ref: str) -> Snapshot | None:
+    """The snapshot a branch or tag points at; ``main`` of a table without snapshots gives None."""
+    snapshot_ref = table.metadata.refs.get(ref)
+    if snapshot_ref is None:
+        if ref == MAIN_BRANCH and not table.metadata.snapshots:
+            return None
+        refs = ", ".join(f"{name} ({r.snapshot_ref_type.value})" for name, r in sorted(table.metadata.refs.items()))
+        raise SnapshotNotFoundError(f"ref {ref!r} not found in {_table_name(table)}; refs: {refs or 'none'}")
+    snapshot = table.snapshot_by_id(snapshot_ref.snapshot_id)
+    if snapshot is None:
+        raise SnapshotNotFoundError(
+            f"ref {ref!r} of {_table_name(table)} points at snapshot {snapshot_ref.snapshot_id}, which the table "
+            f"metadata does not hold; {_existing_snapshots(table)}"
+        )
+    return snapshot
+
+
+def _snapshot_as_of(table: Table, timestamp_ms: int) -> Snapshot:
+    """The snapshot that was current at ``timestamp_ms``: the last snapshot-log entry at or before it."""
+    log = table.metadata.snapshot_log
+    chosen = None
+    for entry in log:
+        if entry.timestamp_ms <= timestamp_ms:
+            chosen = entry
+    if chosen is None:
+        first = f"the first snapshot-log entry is at {_iso(log[0].timestamp_ms)}" if log else "the table has no history"
+        raise SnapshotNotFoundError(
+            f"no snapshot of {_table_name(table)} as of {_iso(timestamp_ms)} ({timestamp_ms} ms): {first}"
+        )
+    snapshot = table.snapshot_by_id(chosen.snapshot_id)
+    if snapshot is None:
+        raise SnapshotNotFoundError(
+            f"{_table_name(table)} as of {_iso(timestamp_ms)} was at snapshot {chosen.snapshot_id}, which has "
+            f"expired; {_existing_snapshots(table)}"
+        )
+    return snapshot
+
+
+def _existing_snapshots(table: Table) -> str:
+    """What the table holds, for an error message: snapshot count, a few ids and the time span."""
+    snapshots = sorted(table.metadata.snapshots, key=lambda snapshot: snapshot.timestamp_ms)
+    if not snapshots:
+        return "the table has no snapshots"
+    latest_ids = ", ".join(str(snapshot.snapshot_id) for snapshot in snapshots[-_IDS_SHOWN:])
+    return (
+        f"it has {len(snapshots)} snapshots from {_iso(snapshots[0].timestamp_ms)} to "
+        f"{_iso(snapshots[-1].timestamp_ms)}, the latest ids: {latest_ids}"
+    )
+
+
+def _iso(timestamp_ms: int) -> str:
+    """Epoch milliseconds as an ISO-8601 UTC string, for messages."""
+    return datetime.fromtimestamp(timestamp_ms / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
+def _table_name(table: Table) -> str:
+    """The table's dotted name, for messages."""
+    return "table " + ".".join(table.name())
