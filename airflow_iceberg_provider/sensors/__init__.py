@@ -1,0 +1,1 @@
+"""Airflow sensors of the provider."""

@@ -1,0 +1,46 @@
+"""Provider metadata: Airflow discovers the package, and every hook/operator/sensor/trigger module is listed."""
+
+from __future__ import annotations
+
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import airflow_iceberg_provider
+from airflow_iceberg_provider.get_provider_info import PACKAGE_NAME, get_provider_info
+
+PACKAGE_DIR = Path(airflow_iceberg_provider.__file__).parent
+
+
+def _modules_in(kind: str) -> set[str]:
+    return {
+        f"airflow_iceberg_provider.{kind}.{m.name}"
+        for m in pkgutil.iter_modules([str(PACKAGE_DIR / kind)])
+        if not m.name.startswith("_")
+    }
+
+
+@pytest.mark.parametrize("kind", ["hooks", "operators", "sensors", "triggers"])
+def test_every_module_of_a_kind_is_listed(kind: str) -> None:
+    info = get_provider_info()
+    listed = {module for entry in info.get(kind, []) for module in entry["python-modules"]}
+    assert listed == _modules_in(kind)
+
+
+def test_listed_modules_import() -> None:
+    import importlib
+
+    info = get_provider_info()
+    for kind in ("hooks", "operators", "sensors", "triggers"):
+        for entry in info.get(kind, []):
+            for module in entry["python-modules"]:
+                importlib.import_module(module)
+
+
+def test_airflow_discovers_the_provider() -> None:
+    from airflow.providers_manager import ProvidersManager
+
+    providers = ProvidersManager().providers
+    assert PACKAGE_NAME in providers
+    assert providers[PACKAGE_NAME].data["package-name"] == PACKAGE_NAME

@@ -1,0 +1,97 @@
+"""Session-wide test setup: isolated Airflow home, loopback-only Spark, and real services started on demand.
+
+Services (PostgreSQL, Spark standalone) start the first time a test asks for them and stop by PID at session end.
+A service that cannot start fails the tests that need it; nothing here skips.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Set before anything imports airflow or pyspark: an Airflow home of our own on SQLite, Spark bound to loopback,
+# and this interpreter for Spark's Python workers.
+_SESSION_TMP = Path(tempfile.mkdtemp(prefix="aip-tests-"))
+os.environ["AIRFLOW_HOME"] = str(_SESSION_TMP / "airflow")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO_ROOT / "dags")
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+os.environ.setdefault("SPARK_LOCAL_HOSTNAME", "localhost")
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+# pyiceberg must not pick up a developer's ~/.pyiceberg.yaml.
+os.environ["PYICEBERG_HOME"] = str(_SESSION_TMP / "pyiceberg-home")
+
+from tests.support import services  # noqa: E402
+from tests.support.conformance import catalog_properties, extract_corpus  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def session_tmp() -> Path:
+    """A temp dir for the whole session (Airflow home, warehouses of session fixtures)."""
+    return _SESSION_TMP
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[services.PostgresServer]:
+    """A real PostgreSQL 15 server on 127.0.0.1, data dir in a temp dir."""
+    server = services.start_postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_standalone() -> Iterator[services.SparkStandalone]:
+    """A real Spark standalone master and worker on 127.0.0.1."""
+    cluster = services.start_spark_standalone()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local[2] SparkSession shared by the session (stopped at the end)."""
+    import logging
+
+    from pyspark.sql import SparkSession
+
+    # py4j logs from __del__ at interpreter exit, after pytest closed the streams.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("airflow-iceberg-provider-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def conformance_catalog():
+    """The conformance corpus extracted to /tmp/iceberg-conformance, as a pyiceberg SQL catalog."""
+    from pyiceberg.catalog import load_catalog
+
+    extract_corpus()
+    return load_catalog("conformance", **catalog_properties())
+
+
+@pytest.fixture
+def sql_catalog(tmp_path: Path):
+    """An empty pyiceberg SQL catalog on SQLite with a local warehouse, named ``test``."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    return SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{warehouse}")
