@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# README command 2: set everything up, then run the whole test suite (real Spark, PostgreSQL and Airflow).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# PostgreSQL's server binaries for the PostgreSQL fixture (Debian package postgresql).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+  else
+    echo "[setup] error: the tests start a PostgreSQL server: run 'sudo apt-get install -y postgresql'" >&2; exit 1
+  fi
+fi
+# shellcheck source=scripts/bootstrap.sh
+source "$ROOT/scripts/bootstrap.sh"
+cd "$ROOT"
+ruff check .
+exec python -m pytest "$@"
