@@ -1,0 +1,293 @@
+"""Equality delete sets: a data row is deleted when its values in the equality columns equal some delete row's.
+
+Spec: apache/iceberg format/spec.md ("Equality Delete Files"). Equality follows Iceberg Java's ``StructLikeSet``
+(``Comparators`` on each field): NULL equals NULL, every NaN equals every NaN, -0.0 and 0.0 differ, decimals compare
+at the table's scale. Steps:
+
+1. Group the data file's equality delete files by their set of equality field ids: one ``EqualityDeleteSet`` each.
+2. Read each file's equality columns by Parquet field id (names may have changed by a rename; a dropped column's id
+   still resolves in the file), cast them to the types the data columns are projected to (int->long,
+   float->double, decimal precision), and keep them per file in the process-wide cache.
+3. Build the set's key index once: per key column, the distinct values (``values``); then fold the columns
+   left to right into one dense code per distinct key prefix: the code of a prefix of j+1 columns is the position,
+   in the distinct combined values, of ``code(prefix of j) * len(values[j]) + index of value j``. Codes stay below
+   the number of distinct delete keys times one column's distinct values, so they never overflow int64, and the
+   index is exact (no hashing collisions: Arrow's hash lookups compare values, floats by bits after NaNs are
+   made canonical).
+4. ``keep_mask`` runs the same fold on a batch: ``index_in`` of each column against ``values[j]`` (NULL matches a
+   NULL value), then ``index_in`` of the combined codes; a row is deleted iff its final code is found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyiceberg.io import FileIO
+from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.types import IcebergType
+
+from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
+from spark_jobs.engine.deletes.parquet_field_ids import column_at_path, field_id_paths
+from spark_jobs.engine.errors import CorruptFileError, EngineError
+from spark_jobs.engine.tasks import DataFileSlice, EqualityDeleteFile
+
+EQUALITY_DELETE_KIND = "equality_delete"
+_ENTRY_OVERHEAD_BYTES = 100
+
+
+class EqualityDeleteSet:
+    """The distinct keys of merged equality delete files, as a RowPredicate that keeps rows matching no key."""
+
+    def __init__(
+        self, equality_ids: Sequence[int], keys: Sequence[pa.Array | pa.ChunkedArray], source_paths: Sequence[str] = ()
+    ) -> None:
+        if len(equality_ids) != len(keys) or not equality_ids:
+            raise ValueError(f"one key column per equality id is required, got ids {equality_ids} and {len(keys)}")
+        self.equality_ids: tuple[int, ...] = tuple(equality_ids)
+        self.source_paths: tuple[str, ...] = tuple(source_paths)
+        key_columns = [_canonical_nans(_plain_array(column)) for column in keys]
+        self._column_values: list[pa.Array] = [pc.unique(column) for column in key_columns]
+        self._column_values_has_nan = [_has_nan(values) for values in self._column_values]
+        self._combined_values: list[pa.Array] = []
+        codes = pc.index_in(key_columns[0], value_set=self._column_values[0]).cast(pa.int64())
+        for column, values in zip(key_columns[1:], self._column_values[1:], strict=True):
+            column_codes = pc.index_in(column, value_set=values).cast(pa.int64())
+            combined = pc.add(pc.multiply(codes, len(values)), column_codes)
+            combined_values = pc.unique(combined)
+            self._combined_values.append(combined_values)
+            codes = pc.index_in(combined, value_set=combined_values).cast(pa.int64())
+        self.key_count = len(self._combined_values[-1]) if self._combined_values else len(self._column_values[0])
+        self._aligned_values: dict[tuple[int, pa.DataType], pa.Array] = {}
+
+    @property
+    def field_ids(self) -> frozenset[int]:
+        """The field ids whose columns decide equality."""
+        return frozenset(self.equality_ids)
+
+    @property
+    def kind(self) -> str:
+        """Always ``"equality_delete"`` (for metrics)."""
+        return EQUALITY_DELETE_KIND
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the key index (the cache counts them)."""
+        arrays = [*self._column_values, *self._combined_values]
+        return sum(array.nbytes for array in arrays) + _ENTRY_OVERHEAD_BYTES
+
+    def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
+        """True for rows whose equality columns match no delete key."""
+        codes = self._column_codes(0, columns, num_rows)
+        for position, combined_values in enumerate(self._combined_values, start=1):
+            if codes.null_count == len(codes):
+                break
+            column_codes = self._column_codes(position, columns, num_rows)
+            cardinality = len(self._column_values[position])
+            combined = pc.add(pc.multiply(codes.cast(pa.int64()), cardinality), column_codes.cast(pa.int64()))
+            codes = pc.index_in(combined, value_set=combined_values)
+        return np.asarray(pc.is_null(codes).to_numpy(zero_copy_only=False), dtype=bool)
+
+    def _column_codes(self, position: int, columns: Mapping[int, pa.Array], num_rows: int) -> pa.Array:
+        """Each row's index into the distinct delete values of one key column (null: no delete key has it)."""
+        field_id = self.equality_ids[position]
+        column = columns.get(field_id)
+        if column is None:
+            raise EngineError(
+                f"equality delete keep_mask needs the column of field id {field_id}; got {sorted(columns)}"
+            )
+        column = _plain_array(column)
+        if len(column) != num_rows:
+            raise EngineError(f"column of field id {field_id} has {len(column)} rows, expected num_rows={num_rows}")
+        if pa.types.is_dictionary(column.type):
+            return self._dictionary_codes(position, column)
+        return self._plain_codes(position, column)
+
+    def _dictionary_codes(self, position: int, column: pa.DictionaryArray) -> pa.Array:
+        """Codes of a dictionary-encoded column: look up the dictionary once, then take by the indices."""
+        dictionary_codes = self._plain_codes(position, column.dictionary)
+        codes = dictionary_codes.take(column.indices)
+        values = self._values_for(position, column.dictionary.type)
+        if column.indices.null_count and values.null_count:
+            null_code = pc.index_in(pa.nulls(1, values.type), value_set=values)[0]
+            codes = pc.if_else(pc.is_null(column.indices), null_code, codes)
+        return codes
+
+    def _plain_codes(self, position: int, column: pa.Array) -> pa.Array:
+        """Codes of a plain (not dictionary-encoded) array."""
+        values = self._values_for(position, column.type)
+        if values.type != column.type:
+            column = column.cast(values.type)
+        if self._column_values_has_nan[position]:
+            column = _canonical_nans(column)
+        return pc.index_in(column, value_set=values)
+
+    def _values_for(self, position: int, column_type: pa.DataType) -> pa.Array:
+        """The distinct delete values of a key column, cast to the batch's type when Arrow can look them up in it."""
+        values = self._column_values[position]
+        if column_type == values.type or not _can_look_up(column_type):
+            return values
+        key = (position, column_type)
+        aligned = self._aligned_values.get(key)
+        if aligned is None:
+            try:
+                aligned = _canonical_nans(values.cast(column_type))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+                raise EngineError(
+                    f"equality delete values of field id {self.equality_ids[position]} ({values.type}) do not cast "
+                    f"to the data column's type {column_type}: {error}"
+                ) from error
+            self._aligned_values[key] = aligned
+        return aligned
+
+    def __repr__(self) -> str:
+        files = len(self.source_paths)
+        return f"EqualityDeleteSet(equality_ids={self.equality_ids}, keys={self.key_count}, files={files})"
+
+
+def _can_look_up(arrow_type: pa.DataType) -> bool:
+    """Whether Arrow's ``index_in`` has a kernel for this type (view types do not)."""
+    return not (pa.types.is_string_view(arrow_type) or pa.types.is_binary_view(arrow_type))
+
+
+def _plain_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One contiguous array without an extension wrapper (dictionary encoding is kept)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if isinstance(column.type, pa.ExtensionType):
+        column = column.storage
+    return column
+
+
+def _has_nan(values: pa.Array) -> bool:
+    """Whether a floating-point array holds a NaN."""
+    return pa.types.is_floating(values.type) and bool(pc.any(pc.is_nan(values)).as_py())
+
+
+def _canonical_nans(column: pa.Array) -> pa.Array:
+    """Floats with every NaN replaced by one bit pattern, so lookups by bits see all NaNs as equal (as Java does)."""
+    if not pa.types.is_floating(column.type) or column.null_count == len(column):
+        return column
+    nan = pa.scalar(float("nan"), type=column.type)
+    return pc.if_else(pc.is_nan(column), nan, column)
+
+
+def load_equality_deletes(
+    data_file: DataFileSlice,
+    *,
+    io: FileIO,
+    field_types: Mapping[int, IcebergType],
+    cache: DeleteFileCache | None = None,
+) -> list[EqualityDeleteSet]:
+    """One EqualityDeleteSet per distinct set of equality field ids, merging every file of the data file with it."""
+    cache = cache if cache is not None else delete_file_cache()
+    files_by_ids: dict[tuple[int, ...], list[EqualityDeleteFile]] = {}
+    for delete_file in data_file.equality_deletes:
+        files_by_ids.setdefault(tuple(sorted(set(delete_file.equality_ids))), []).append(delete_file)
+    return [
+        _cached_delete_set(equality_ids, files, io, _arrow_types(equality_ids, field_types, files), cache)
+        for equality_ids, files in files_by_ids.items()
+    ]
+
+
+def _arrow_types(
+    equality_ids: tuple[int, ...], field_types: Mapping[int, IcebergType], files: list[EqualityDeleteFile]
+) -> tuple[pa.DataType, ...]:
+    """The Arrow storage type each equality column is compared in, from the projected Iceberg types."""
+    missing = [field_id for field_id in equality_ids if field_id not in field_types]
+    if missing:
+        raise EngineError(
+            f"equality delete files {[f.path for f in files]} use field ids {missing} that field_types does not give "
+            f"a type for (it has {sorted(field_types)})"
+        )
+    return tuple(_storage_type(schema_to_pyarrow(field_types[field_id])) for field_id in equality_ids)
+
+
+def _storage_type(arrow_type: pa.DataType) -> pa.DataType:
+    """An extension type's storage type (uuid -> fixed_size_binary(16)), other types unchanged."""
+    return arrow_type.storage_type if isinstance(arrow_type, pa.ExtensionType) else arrow_type
+
+
+def _cached_delete_set(
+    equality_ids: tuple[int, ...],
+    files: list[EqualityDeleteFile],
+    io: FileIO,
+    arrow_types: tuple[pa.DataType, ...],
+    cache: DeleteFileCache,
+) -> EqualityDeleteSet:
+    """The merged set of some files, built once per process for the same files and types."""
+    paths = tuple(sorted({delete_file.path for delete_file in files}))
+    type_names = tuple(str(arrow_type) for arrow_type in arrow_types)
+
+    def load() -> tuple[EqualityDeleteSet, int]:
+        tables = [_cached_delete_file_keys(f, equality_ids, arrow_types, io, cache) for f in files]
+        keys = [
+            pa.chunked_array([chunk for table in tables for chunk in table.column(i).chunks], type=arrow_types[i])
+            for i in range(len(equality_ids))
+        ]
+        delete_set = EqualityDeleteSet(equality_ids, keys, source_paths=paths)
+        return delete_set, delete_set.nbytes
+
+    return cache.get_or_load(("equality_delete_set", equality_ids, paths, type_names), load)
+
+
+def _cached_delete_file_keys(
+    delete_file: EqualityDeleteFile,
+    equality_ids: tuple[int, ...],
+    arrow_types: tuple[pa.DataType, ...],
+    io: FileIO,
+    cache: DeleteFileCache,
+) -> pa.Table:
+    """One file's equality columns cast to the compared types, read once per process."""
+    type_names = tuple(str(arrow_type) for arrow_type in arrow_types)
+
+    def load() -> tuple[pa.Table, int]:
+        table = read_equality_delete_keys(delete_file, equality_ids, arrow_types, io=io)
+        return table, table.nbytes + _ENTRY_OVERHEAD_BYTES
+
+    return cache.get_or_load(("equality_delete_file", delete_file.path, equality_ids, type_names), load)
+
+
+def read_equality_delete_keys(
+    delete_file: EqualityDeleteFile, equality_ids: tuple[int, ...], arrow_types: tuple[pa.DataType, ...], *, io: FileIO
+) -> pa.Table:
+    """The equality columns of a delete file, found by field id and cast to ``arrow_types``; columns named by id."""
+    with io.new_input(delete_file.path).open(seekable=True) as stream:
+        parquet_file = pq.ParquetFile(stream)
+        paths = field_id_paths(parquet_file.schema_arrow)
+        missing = [field_id for field_id in equality_ids if field_id not in paths]
+        if missing:
+            raise CorruptFileError(
+                f"equality delete file {delete_file.path}: no column with field id {missing} "
+                f"(equality_ids {delete_file.equality_ids}); its columns are {parquet_file.schema_arrow.names}"
+            )
+        top_level_names = sorted({paths[field_id][0] for field_id in equality_ids})
+        table = parquet_file.read(columns=top_level_names)
+    columns = [
+        _cast_key_column(delete_file.path, field_id, _plain_column(column_at_path(table, paths[field_id])), arrow_type)
+        for field_id, arrow_type in zip(equality_ids, arrow_types, strict=True)
+    ]
+    return pa.table(columns, names=[str(field_id) for field_id in equality_ids])
+
+
+def _plain_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A column without extension wrappers, so it casts to storage types."""
+    if isinstance(column.type, pa.ExtensionType):
+        return pa.chunked_array([chunk.storage for chunk in column.chunks], type=column.type.storage_type)
+    return column
+
+
+def _cast_key_column(path: str, field_id: int, column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.ChunkedArray:
+    """A delete column in the compared type; a lossy or impossible cast is a mismatch between file and table."""
+    if column.type == arrow_type:
+        return column
+    try:
+        return column.cast(arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise CorruptFileError(
+            f"equality delete file {path}: column of field id {field_id} is {column.type}, "
+            f"which does not cast to the table's {arrow_type}: {error}"
+        ) from error

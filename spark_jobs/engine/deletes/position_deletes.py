@@ -1,0 +1,203 @@
+"""The deleted row positions of one data file, from its deletion vector or else from its position delete files.
+
+Spec: apache/iceberg format/spec.md ("Position Delete Files", "Deletion Vectors", "Scan Planning"). The planner has
+already attached only the deletes that apply (sequence numbers, partition); here, per data file:
+
+1. If a deletion vector applies, read it alone: position delete files for the file are ignored (spec).
+2. Otherwise, for each position delete file: read its footer once (cached), find the ``file_path`` (field id
+   2147483546) and ``pos`` (field id 2147483545) columns, and keep the row groups whose ``file_path`` statistics
+   can hold this data file's path (delete files are sorted by file_path, pos).
+3. Read each kept row group's two columns once per process (cached) and group its positions by file path, so the
+   many data files sharing one delete file each take their positions by a dictionary lookup.
+4. Concatenate this data file's positions from every delete file, sort and dedupe them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyiceberg.io import FileIO
+
+from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
+from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
+from spark_jobs.engine.deletes.parquet_field_ids import field_id_paths
+from spark_jobs.engine.errors import CorruptFileError
+from spark_jobs.engine.tasks import DataFileSlice, DeletionVector, PositionDeleteFile
+
+FILE_PATH_FIELD_ID = 2147483546
+POS_FIELD_ID = 2147483545
+_FILE_PATH_NAME = "file_path"
+_POS_NAME = "pos"
+_ENTRY_OVERHEAD_BYTES = 100
+
+DeletedPositionsKind = Literal["deletion_vectors", "position_deletes"]
+
+
+@dataclass(frozen=True)
+class DeletedPositions:
+    """Sorted unique int64 positions of a data file's deleted rows, and where they came from (None: no deletes)."""
+
+    positions: np.ndarray
+    kind: DeletedPositionsKind | None
+
+    @property
+    def count(self) -> int:
+        """How many rows of the data file are deleted."""
+        return int(self.positions.size)
+
+
+NO_DELETED_POSITIONS = DeletedPositions(np.empty(0, dtype=np.int64), None)
+
+
+def load_deleted_positions(
+    data_file: DataFileSlice, *, io: FileIO, cache: DeleteFileCache | None = None
+) -> DeletedPositions:
+    """The positions of ``data_file.path`` deleted by its deletion vector, or else by its position delete files."""
+    cache = cache if cache is not None else delete_file_cache()
+    if data_file.deletion_vector is not None:
+        return DeletedPositions(_cached_deletion_vector(data_file.deletion_vector, io, cache), "deletion_vectors")
+    if not data_file.position_deletes:
+        return NO_DELETED_POSITIONS
+    parts = [
+        _positions_in_delete_file(data_file.path, delete_file, io, cache) for delete_file in data_file.position_deletes
+    ]
+    positions = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
+    return DeletedPositions(positions, "position_deletes")
+
+
+def _cached_deletion_vector(dv: DeletionVector, io: FileIO, cache: DeleteFileCache) -> np.ndarray:
+    """A deletion vector's positions, read once per process (a split data file asks once per split)."""
+
+    def load() -> tuple[np.ndarray, int]:
+        positions = read_deletion_vector(dv, io=io)
+        positions.flags.writeable = False
+        return positions, positions.nbytes + _ENTRY_OVERHEAD_BYTES
+
+    return cache.get_or_load(("deletion_vector", dv.path, dv.content_offset, dv.content_size_in_bytes), load)
+
+
+@dataclass(frozen=True)
+class _PositionDeleteFooter:
+    """What a position delete file's footer tells: its metadata, the two columns, file_path bounds per row group."""
+
+    metadata: pq.FileMetaData
+    file_path_column: str
+    pos_column: str
+    # Per row group: (min, max) of file_path as UTF-8 bytes, or None when the statistics cannot tell.
+    file_path_bounds: tuple[tuple[bytes, bytes] | None, ...]
+
+    def row_groups_that_may_hold(self, data_file_path: str) -> list[int]:
+        """Row groups whose file_path range contains ``data_file_path`` (all of those without statistics)."""
+        wanted = data_file_path.encode()
+        return [
+            index
+            for index, bounds in enumerate(self.file_path_bounds)
+            if bounds is None or bounds[0] <= wanted <= bounds[1]
+        ]
+
+
+def _positions_in_delete_file(
+    data_file_path: str, delete_file: PositionDeleteFile, io: FileIO, cache: DeleteFileCache
+) -> np.ndarray:
+    """This data file's positions in one position delete file, unsorted, reading only row groups that may hold it."""
+    footer = cache.get_or_load(("position_delete_footer", delete_file.path), lambda: _load_footer(delete_file, io))
+    parts = []
+    for row_group in footer.row_groups_that_may_hold(data_file_path):
+        positions_by_path = cache.get_or_load(
+            ("position_delete_row_group", delete_file.path, row_group),
+            lambda row_group=row_group: _load_row_group(delete_file, footer, row_group, io),
+        )
+        found = positions_by_path.get(data_file_path)
+        if found is not None:
+            parts.append(found)
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
+def _load_footer(delete_file: PositionDeleteFile, io: FileIO) -> tuple[_PositionDeleteFooter, int]:
+    """Read a position delete file's footer and locate its file_path and pos columns by field id."""
+    with io.new_input(delete_file.path).open(seekable=True) as stream:
+        parquet_file = pq.ParquetFile(stream)
+        metadata = parquet_file.metadata
+        arrow_schema = parquet_file.schema_arrow
+    paths = field_id_paths(arrow_schema)
+    file_path_column = _top_level_column(delete_file.path, paths, arrow_schema, FILE_PATH_FIELD_ID, _FILE_PATH_NAME)
+    pos_column = _top_level_column(delete_file.path, paths, arrow_schema, POS_FIELD_ID, _POS_NAME)
+    leaf_index = _leaf_index(metadata, file_path_column)
+    bounds = tuple(_file_path_bounds(metadata.row_group(i).column(leaf_index)) for i in range(metadata.num_row_groups))
+    footer = _PositionDeleteFooter(metadata, file_path_column, pos_column, bounds)
+    weight = metadata.serialized_size + sum(len(b[0]) + len(b[1]) for b in bounds if b) + _ENTRY_OVERHEAD_BYTES
+    return footer, weight
+
+
+def _top_level_column(path: str, paths: dict[int, tuple[str, ...]], schema: pa.Schema, field_id: int, name: str) -> str:
+    """The name of a required top-level column, found by field id, else by its spec name in files without ids."""
+    found = paths.get(field_id)
+    if found is not None and len(found) == 1:
+        return found[0]
+    if not paths and name in schema.names:
+        return name
+    raise CorruptFileError(
+        f"position delete file {path}: no top-level column with field id {field_id} ({name}); "
+        f"columns are {schema.names}"
+    )
+
+
+def _leaf_index(metadata: pq.FileMetaData, column_name: str) -> int:
+    """The Parquet leaf column index of a top-level primitive column."""
+    for index in range(metadata.num_columns):
+        if metadata.schema.column(index).path == column_name:
+            return index
+    raise CorruptFileError(f"position delete file: column {column_name!r} is not a primitive leaf column")
+
+
+def _file_path_bounds(column_chunk: pq.ColumnChunkMetaData) -> tuple[bytes, bytes] | None:
+    """A row group's (min, max) file_path as bytes, or None without usable statistics."""
+    statistics = column_chunk.statistics
+    if statistics is None or not statistics.has_min_max:
+        return None
+    return _as_bytes(statistics.min), _as_bytes(statistics.max)
+
+
+def _as_bytes(value: str | bytes) -> bytes:
+    """A string statistic as UTF-8 bytes (Parquet orders strings by unsigned bytes)."""
+    return value.encode() if isinstance(value, str) else bytes(value)
+
+
+def _load_row_group(
+    delete_file: PositionDeleteFile, footer: _PositionDeleteFooter, row_group: int, io: FileIO
+) -> tuple[dict[str, np.ndarray], int]:
+    """Read one row group's file_path and pos columns and group the positions by data file path."""
+    with io.new_input(delete_file.path).open(seekable=True) as stream:
+        parquet_file = pq.ParquetFile(stream, metadata=footer.metadata)
+        table = parquet_file.read_row_group(row_group, columns=[footer.file_path_column, footer.pos_column])
+    file_paths = table.column(footer.file_path_column)
+    positions = table.column(footer.pos_column)
+    if file_paths.null_count or positions.null_count:
+        raise CorruptFileError(
+            f"position delete file {delete_file.path}, row group {row_group}: file_path has {file_paths.null_count} "
+            f"and pos has {positions.null_count} nulls; both columns are required"
+        )
+    grouped = _group_positions_by_path(file_paths, positions.to_numpy().astype(np.int64, copy=False))
+    weight = sum(p.nbytes + len(k) + _ENTRY_OVERHEAD_BYTES for k, p in grouped.items()) + _ENTRY_OVERHEAD_BYTES
+    return grouped, weight
+
+
+def _group_positions_by_path(file_paths: pa.ChunkedArray, positions: np.ndarray) -> dict[str, np.ndarray]:
+    """Positions split by their file path: dictionary-encode the paths, stable-sort by code, cut at code changes."""
+    if len(file_paths) == 0:
+        return {}
+    encoded = pc.dictionary_encode(file_paths.combine_chunks())
+    codes = encoded.indices.to_numpy()
+    if np.any(codes[1:] < codes[:-1]):
+        order = np.argsort(codes, kind="stable")
+        codes = codes[order]
+        positions = positions[order]
+    positions.flags.writeable = False
+    distinct_paths = encoded.dictionary.to_pylist()
+    cuts = np.searchsorted(codes, np.arange(len(distinct_paths) + 1))
+    return {path: positions[cuts[code] : cuts[code + 1]] for code, path in enumerate(distinct_paths)}
