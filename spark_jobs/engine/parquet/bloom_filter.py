@@ -1,0 +1,227 @@
+"""Prune row groups with Parquet split-block bloom filters, for ``=`` and IN predicates.
+
+Per the Parquet spec (BloomFilter.md):
+
+1. A column chunk's filter sits at ``bloom_filter_offset``: a Thrift compact ``BloomFilterHeader`` (numBytes,
+   algorithm BLOCK, hash XXHASH, compression UNCOMPRESSED) followed by ``numBytes`` of bitset, 32-byte blocks of
+   eight little-endian 32-bit words.
+2. A value is hashed as its PLAIN encoding in the file's physical type (int32/int64 little endian, strings as
+   UTF-8 bytes without a length, fixed-length bytes as is) with xxHash64, seed 0.
+3. The block is ``((hash >> 32) * number_of_blocks) >> 32``; the low 32 bits, multiplied by eight salts, pick one
+   bit per word (the top 5 bits of each 32-bit product); the value may be present only if all eight bits are set.
+4. A leaf predicate ``=``/IN is false for the row group when no literal may be present; other leaves, columns
+   without a filter, and literals we cannot encode exactly (floats, booleans, byte-array decimals) are "may match".
+5. The predicate tree decides; a row group that cannot match is skipped (``row_groups_pruned_by_bloom_filter``).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import xxhash
+from pyiceberg.io import InputStream
+
+from spark_jobs.engine.errors import CorruptFileError
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.parquet.access_plan import AccessPlan
+from spark_jobs.engine.parquet.file_columns import LeafColumn
+from spark_jobs.engine.parquet.predicates import ColumnPredicate, FilterNode, might_match_tree
+from spark_jobs.engine.parquet.thrift_compact import CompactReader
+
+_SALTS = np.array(
+    [0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31], dtype=np.uint64
+)
+_BYTES_PER_BLOCK = 32
+_HEADER_READ_SIZE = 64  # a BloomFilterHeader is about 15 bytes; read a little more when the length is unknown
+_INT32_RANGE = (-(2**31), 2**31 - 1)
+_INT64_RANGE = (-(2**63), 2**63 - 1)
+NOT_IN_COLUMN = object()  # the literal cannot be a value of this column (e.g. out of the physical type's range)
+
+
+class SplitBlockBloomFilter:
+    """A Parquet split-block bloom filter: 32-byte blocks of eight 32-bit words."""
+
+    def __init__(self, bitset: bytes) -> None:
+        if not bitset or len(bitset) % _BYTES_PER_BLOCK:
+            raise ValueError(f"bloom filter bitset of {len(bitset)} bytes is not a whole number of 32-byte blocks")
+        self.words = np.frombuffer(bitset, dtype="<u4").reshape(-1, 8)
+
+    @property
+    def number_of_blocks(self) -> int:
+        """How many 32-byte blocks the bitset holds."""
+        return self.words.shape[0]
+
+    def might_contain_hash(self, value_hash: int) -> bool:
+        """False only when the value with this xxHash64 was certainly never inserted."""
+        block = ((value_hash >> 32) * self.number_of_blocks) >> 32
+        key = np.uint64(value_hash & 0xFFFFFFFF)
+        bit_positions = ((key * _SALTS) & np.uint64(0xFFFFFFFF)) >> np.uint64(27)
+        masks = np.left_shift(np.uint32(1), bit_positions.astype(np.uint32))
+        return bool(np.all(self.words[block] & masks))
+
+    def might_contain(self, plain_encoded: bytes) -> bool:
+        """False only when the value with this PLAIN encoding was certainly never inserted."""
+        return self.might_contain_hash(xxhash.xxh64_intdigest(plain_encoded, seed=0))
+
+
+def parse_bloom_filter(buffer: bytes, source: str) -> tuple[SplitBlockBloomFilter, int, int]:
+    """Parse header and bitset at the start of ``buffer``: (filter, header length, bitset length)."""
+    reader = CompactReader(buffer, source=source)
+    header = reader.read_struct()
+    bitset_length = header.get(1)
+    if not isinstance(bitset_length, int) or bitset_length <= 0:
+        raise CorruptFileError(f"{source}: bloom filter header without a positive numBytes: {header}")
+    for field_id, expected in ((2, "algorithm BLOCK"), (3, "hash XXHASH"), (4, "compression UNCOMPRESSED")):
+        if header.get(field_id) != {1: {}}:
+            raise CorruptFileError(f"{source}: bloom filter header expects {expected}, got {header.get(field_id)}")
+    start = reader.position
+    bitset = bytes(buffer[start : start + bitset_length])
+    if len(bitset) != bitset_length:
+        raise CorruptFileError(f"{source}: bloom filter bitset has {len(bitset)} bytes, header says {bitset_length}")
+    return SplitBlockBloomFilter(bitset), start, bitset_length
+
+
+def read_bloom_filter(
+    stream: InputStream, chunk: pq.ColumnChunkMetaData, source: str
+) -> tuple[SplitBlockBloomFilter | None, int]:
+    """The chunk's bloom filter (None when it has none) and the bytes read for it."""
+    offset = chunk.bloom_filter_offset
+    if offset is None or offset <= 0:
+        return None, 0
+    length = chunk.bloom_filter_length
+    stream.seek(offset)
+    if length is not None and length > 0:
+        buffer = stream.read(length)
+        return parse_bloom_filter(buffer, source)[0], len(buffer)
+    head = stream.read(_HEADER_READ_SIZE)
+    bitset_length = CompactReader(head, source=source).read_struct().get(1, 0)
+    _, header_length, _ = parse_bloom_filter(head + b"\0" * max(bitset_length, 0), source)  # header length only
+    stream.seek(offset)
+    buffer = stream.read(header_length + bitset_length)
+    return parse_bloom_filter(buffer, source)[0], len(buffer)
+
+
+def plain_encoded_literal(value: Any, leaf: LeafColumn) -> bytes | object | None:
+    """The PLAIN bytes the file would hash for ``value``; ``NOT_IN_COLUMN`` if impossible; None if unsupported."""
+    physical, logical = leaf.physical_type, leaf.logical_type
+    if leaf.is_unsigned:
+        return None
+    if logical == "DECIMAL":
+        unscaled = _unscaled_decimal(value, leaf.scale)
+        if unscaled is None:
+            return NOT_IN_COLUMN
+        if physical == "INT32":
+            return _pack_int(unscaled, "<i", _INT32_RANGE)
+        if physical == "INT64":
+            return _pack_int(unscaled, "<q", _INT64_RANGE)
+        if physical == "FIXED_LEN_BYTE_ARRAY":
+            try:
+                return unscaled.to_bytes(leaf.type_length, "big", signed=True)
+            except OverflowError:
+                return NOT_IN_COLUMN
+        return None  # BYTE_ARRAY decimals: writers may use any length
+    if logical in ("TIME", "TIMESTAMP"):
+        if leaf.time_unit == "milliseconds":
+            if value % 1000:
+                return NOT_IN_COLUMN
+            value //= 1000
+        elif leaf.time_unit == "nanoseconds":
+            value *= 1000
+        elif leaf.time_unit != "microseconds":
+            return None
+    if physical == "INT32" and isinstance(value, int) and not isinstance(value, bool):
+        return _pack_int(value, "<i", _INT32_RANGE)
+    if physical == "INT64" and isinstance(value, int) and not isinstance(value, bool):
+        return _pack_int(value, "<q", _INT64_RANGE)
+    if physical == "BYTE_ARRAY":
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        return bytes(value) if isinstance(value, (bytes, bytearray)) else None
+    if physical == "FIXED_LEN_BYTE_ARRAY":
+        encoded = value.bytes if hasattr(value, "bytes") else value
+        if not isinstance(encoded, (bytes, bytearray)):
+            return None
+        return bytes(encoded) if len(encoded) == leaf.type_length else NOT_IN_COLUMN
+    return None  # BOOLEAN, FLOAT, DOUBLE (signed zeros), INT96
+
+
+def _pack_int(value: int, fmt: str, value_range: tuple[int, int]) -> bytes | object:
+    if not value_range[0] <= value <= value_range[1]:
+        return NOT_IN_COLUMN
+    return struct.pack(fmt, value)
+
+
+def _unscaled_decimal(value: Any, scale: int) -> int | None:
+    scaled = Decimal(value).scaleb(scale)
+    if scaled != scaled.to_integral_value():
+        return None
+    return int(scaled)
+
+
+def literal_might_be_present(bloom_filter: SplitBlockBloomFilter, value: Any, leaf: LeafColumn) -> bool:
+    """False only when ``value`` certainly is not in the column chunk the filter describes."""
+    encoded = plain_encoded_literal(value, leaf)
+    if encoded is NOT_IN_COLUMN:
+        return False
+    if encoded is None:
+        return True
+    return bloom_filter.might_contain(encoded)  # type: ignore[arg-type]
+
+
+class _RowGroupBloomProbe:
+    """Answers "might match" for the leaves of one row group, reading each column's filter at most once."""
+
+    def __init__(
+        self,
+        stream: InputStream,
+        row_group: pq.RowGroupMetaData,
+        leaf_of_field: Callable[[int], LeafColumn | None],
+        source: str,
+        metrics: ScanMetrics,
+    ) -> None:
+        self.stream = stream
+        self.row_group = row_group
+        self.leaf_of_field = leaf_of_field
+        self.source = source
+        self.metrics = metrics
+        self.filters: dict[int, SplitBlockBloomFilter | None] = {}
+
+    def might_match(self, predicate: ColumnPredicate) -> bool:
+        """False only for ``=``/IN leaves whose literals are all certainly absent from the row group."""
+        if predicate.operation not in ("eq", "in"):
+            return True
+        leaf = self.leaf_of_field(predicate.field_id)
+        if leaf is None or leaf.is_repeated:
+            return True
+        if leaf.index not in self.filters:
+            chunk = self.row_group.column(leaf.index)
+            bloom_filter, bytes_read = read_bloom_filter(self.stream, chunk, self.source)
+            self.metrics.bytes_read += bytes_read
+            self.filters[leaf.index] = bloom_filter
+        bloom_filter = self.filters[leaf.index]
+        if bloom_filter is None:
+            return True
+        return any(literal_might_be_present(bloom_filter, value, leaf) for value in predicate.literals)
+
+
+def prune_by_bloom_filters(
+    plan: AccessPlan,
+    node: FilterNode,
+    *,
+    metadata: pq.FileMetaData,
+    leaf_of_field: Callable[[int], LeafColumn | None],
+    stream: InputStream,
+    source: str,
+    metrics: ScanMetrics,
+) -> None:
+    """Skip scanned row groups where some ``=``/IN literal set is certainly absent and the tree needs it."""
+    for row_group in list(plan.scanned_row_groups()):
+        probe = _RowGroupBloomProbe(stream, metadata.row_group(row_group), leaf_of_field, source, metrics)
+        if not might_match_tree(node, probe.might_match):
+            plan.skip(row_group)
+            metrics.row_groups_pruned_by_bloom_filter += 1

@@ -1,0 +1,149 @@
+"""Read a Parquet footer with one ranged read (a metadata size hint) and keep parsed footers in a process-wide LRU.
+
+An executor opens the same files again and again (splits of one file, repeated scans), and object stores charge a
+round trip per read, so the footer is fetched once and reused:
+
+1. Look up ``(path, file size)`` in the cache; a hit returns the parsed footer without any I/O.
+2. On a miss, read the last ``metadata_size_hint`` bytes (64 KiB by default) in one go; check the trailing
+   ``PAR1`` magic and the 4-byte little-endian footer length before it.
+3. When the footer is longer than what was read, read only the missing head of it.
+4. Parse the Thrift ``FileMetaData`` with pyarrow (from the tail buffer alone) and keep the raw footer bytes, which
+   the page index stage decodes for the offsets pyarrow does not expose.
+5. Insert into the cache, evicting least recently used entries while over the entry or byte budget.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.io import FileIO, InputStream
+
+from spark_jobs.engine.errors import CorruptFileError
+
+PARQUET_MAGIC = b"PAR1"
+DEFAULT_METADATA_SIZE_HINT = 64 * 1024
+_TRAILER_SIZE = 8  # 4-byte footer length + magic
+
+
+@dataclass
+class ParquetFooter:
+    """A parsed footer: pyarrow's metadata, the raw Thrift bytes, and values later stages derive from them once."""
+
+    path: str
+    file_size: int
+    metadata: pq.FileMetaData
+    footer_bytes: bytes  # the Thrift-encoded FileMetaData, without length and magic
+    # Values derived lazily from the footer (page index locations, file schema), cached with it.
+    derived: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes this footer costs the cache (raw bytes; the parsed form is of the same order)."""
+        return len(self.footer_bytes) * 2
+
+
+class FooterCache:
+    """A thread-safe LRU of parsed footers keyed by (path, file size), bounded by entries and by bytes."""
+
+    def __init__(self, max_entries: int = 512, max_bytes: int = 128 * 1024 * 1024) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, int], ParquetFooter] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, path: str, file_size: int) -> ParquetFooter | None:
+        """The cached footer of this file version, marking it recently used; None on a miss."""
+        with self._lock:
+            footer = self._entries.get((path, file_size))
+            if footer is not None:
+                self._entries.move_to_end((path, file_size))
+            return footer
+
+    def put(self, footer: ParquetFooter) -> None:
+        """Insert a footer, evicting the least recently used ones while over budget."""
+        key = (footer.path, footer.file_size)
+        with self._lock:
+            previous = self._entries.pop(key, None)
+            if previous is not None:
+                self._bytes -= previous.size_in_bytes
+            self._entries[key] = footer
+            self._bytes += footer.size_in_bytes
+            while len(self._entries) > 1 and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
+                _, evicted = self._entries.popitem(last=False)
+                self._bytes -= evicted.size_in_bytes
+
+    def clear(self) -> None:
+        """Drop every entry (tests, or memory pressure)."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+FOOTER_CACHE = FooterCache()
+
+
+def read_footer(
+    stream: InputStream, path: str, file_size: int, metadata_size_hint: int = DEFAULT_METADATA_SIZE_HINT
+) -> tuple[ParquetFooter, int]:
+    """Read and parse the footer of an open file; return it with the number of bytes read from storage."""
+    if file_size < len(PARQUET_MAGIC) + _TRAILER_SIZE:
+        raise CorruptFileError(f"{path}: {file_size} bytes is too small for a Parquet file")
+    tail_size = min(max(metadata_size_hint, _TRAILER_SIZE), file_size)
+    tail = _read_range(stream, file_size - tail_size, tail_size, path)
+    if tail[-4:] != PARQUET_MAGIC:
+        raise CorruptFileError(f"{path}: expected Parquet magic PAR1 at the end, found {tail[-4:]!r}")
+    footer_length = int.from_bytes(tail[-8:-4], "little")
+    needed = footer_length + _TRAILER_SIZE
+    if needed + len(PARQUET_MAGIC) > file_size:
+        raise CorruptFileError(f"{path}: footer length {footer_length} exceeds the file size {file_size}")
+    bytes_read = tail_size
+    if needed > tail_size:
+        head = _read_range(stream, file_size - needed, needed - tail_size, path)
+        bytes_read += len(head)
+        tail = head + tail
+    footer_with_trailer = tail[len(tail) - needed :]
+    try:
+        metadata = pq.read_metadata(pa.BufferReader(footer_with_trailer))
+    except (OSError, pa.ArrowException) as error:
+        raise CorruptFileError(f"{path}: cannot parse the Parquet footer: {error}") from error
+    footer = ParquetFooter(path, file_size, metadata, footer_with_trailer[:-_TRAILER_SIZE])
+    return footer, bytes_read
+
+
+def cached_footer(
+    stream: InputStream,
+    path: str,
+    file_size: int,
+    *,
+    cache: FooterCache = FOOTER_CACHE,
+    metadata_size_hint: int = DEFAULT_METADATA_SIZE_HINT,
+) -> tuple[ParquetFooter, bool, int]:
+    """The footer of ``path`` from the cache or from storage: (footer, was_cache_hit, bytes_read)."""
+    footer = cache.get(path, file_size)
+    if footer is not None:
+        return footer, True, 0
+    footer, bytes_read = read_footer(stream, path, file_size, metadata_size_hint)
+    cache.put(footer)
+    return footer, False, bytes_read
+
+
+def open_input(io: FileIO, path: str) -> InputStream:
+    """Open a data file for random access through the table's FileIO."""
+    return io.new_input(path).open(seekable=True)
+
+
+def _read_range(stream: InputStream, offset: int, length: int, path: str) -> bytes:
+    stream.seek(offset)
+    data = stream.read(length)
+    if len(data) != length:
+        raise CorruptFileError(f"{path}: expected {length} bytes at offset {offset}, got {len(data)}")
+    return bytes(data)

@@ -1,0 +1,285 @@
+"""Read one data file slice: build its access plan through every pruning stage, then decode what survives.
+
+``read_data_file`` is the executor's per-file entry point:
+
+1. Open the file through the table's FileIO and get the footer from the cache (or one ranged read).
+2. Start an access plan over the row groups; drop those whose first byte lies outside the slice's
+   ``[start, start + length)`` (``row_groups_pruned_by_range``).
+3. With a row filter: prune row groups by statistics, then by bloom filters (``=``/IN), then rows and row groups by
+   the page index.
+4. Turn deleted positions into per-row-group selections (``np.searchsorted`` on the sorted positions); a row group
+   whose selected rows are all deleted is skipped unread.
+5. Without filter, row predicates or deletes, take the plain path: read the projected columns, project, yield.
+   Otherwise, per row group, evaluate equality delete sets and then filter conjuncts (cheapest first) on the
+   surviving rows, reading each predicate's columns just before it runs; read the other projected columns only
+   when rows survive, and keep exactly those rows.
+6. Yield record batches of at most ``batch_size`` rows with the output fields in order, in read-schema types.
+
+Counting: ``rows_deleted_by_position_deletes`` (or ``..._by_deletion_vectors``, per ``deleted_positions_kind``)
+counts deleted positions among rows the earlier stages kept; ``rows_deleted_by_equality_deletes`` counts rows that
+were not position-deleted and that an equality delete set removed (equality deletes run before filter conjuncts so
+this count does not depend on the filter, except through pruning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.expressions import BooleanExpression
+from pyiceberg.io import FileIO, InputStream
+from pyiceberg.schema import Schema
+
+from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.parquet.access_plan import ALL_ROWS, AccessPlan
+from spark_jobs.engine.parquet.bloom_filter import prune_by_bloom_filters
+from spark_jobs.engine.parquet.file_columns import LeafColumn, file_leaf_columns
+from spark_jobs.engine.parquet.footer_cache import ParquetFooter, cached_footer, open_input
+from spark_jobs.engine.parquet.page_index import prune_by_page_index
+from spark_jobs.engine.parquet.predicates import (
+    Constant,
+    FilterNode,
+    ValueBounds,
+    referenced_field_ids,
+    translate_filter,
+)
+from spark_jobs.engine.parquet.row_filter import filter_conjuncts, order_by_cost
+from spark_jobs.engine.parquet.row_group_filter import prune_by_statistics, statistics_bounds
+from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns, as_array
+from spark_jobs.engine.row_predicate import RowPredicate
+from spark_jobs.engine.schema_projection import file_schema_of, output_arrow_schema
+from spark_jobs.engine.tasks import DataFileSlice
+
+DELETED_POSITIONS_KINDS = ("position_deletes", "deletion_vectors")
+
+
+def read_data_file(
+    data_file: DataFileSlice,
+    *,
+    io: FileIO,
+    read_schema: Schema,
+    output_field_ids: Sequence[int],
+    row_filter: BooleanExpression | None,
+    deleted_positions: np.ndarray | None,
+    row_predicates: Sequence[RowPredicate] = (),
+    metrics: ScanMetrics,
+    batch_size: int = 131072,
+    deleted_positions_kind: str = "position_deletes",
+) -> Iterator[pa.RecordBatch]:
+    """Record batches of the slice's rows that match ``row_filter``, minus deleted rows, projected by field id."""
+    if deleted_positions_kind not in DELETED_POSITIONS_KINDS:
+        raise UserInputError(
+            f"deleted_positions_kind must be one of {DELETED_POSITIONS_KINDS}, got {deleted_positions_kind!r}"
+        )
+    output_schema = output_arrow_schema(read_schema, output_field_ids)
+    filter_node = translate_filter(row_filter)
+    with open_input(io, data_file.path) as stream:
+        footer, cache_hit, footer_bytes_read = cached_footer(stream, data_file.path, data_file.file_size_in_bytes)
+        metrics.files_opened += 1
+        metrics.footer_cache_hits += int(cache_hit)
+        metrics.bytes_read += footer_bytes_read
+        metadata = footer.metadata
+        leaves, file_schema = _file_layout(footer)
+        resolver = FileColumnResolver(read_schema, file_schema, leaves, data_file.partition_constants)
+        leaf_by_field_id = {leaf.field_id: leaf for leaf in leaves if leaf.field_id is not None}
+
+        plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
+        metrics.row_groups_total += len(plan)
+        _prune_by_range(plan, metadata, data_file, metrics)
+        if not (isinstance(filter_node, Constant) and filter_node.value):
+            resolver.top_level_ids(referenced_field_ids(filter_node))  # rejects fields inside lists or maps
+            _prune_by_metadata(
+                plan,
+                filter_node,
+                footer=footer,
+                resolver=resolver,
+                leaf_by_field_id=leaf_by_field_id,
+                stream=stream,
+                read_schema=read_schema,
+                metrics=metrics,
+            )
+        if deleted_positions is not None and len(deleted_positions):
+            _select_undeleted_rows(plan, deleted_positions, deleted_positions_kind, metrics)
+
+        predicates = _ordered_predicates(filter_node, row_predicates)
+        parquet_file = pq.ParquetFile(stream, metadata=metadata)
+        output_top_level_ids = list(output_field_ids)
+        for row_group in list(plan.scanned_row_groups()):
+            columns = RowGroupColumns(parquet_file, row_group, resolver, metrics, data_file.path)
+            keep_rows = _surviving_rows(columns, plan.selection(row_group), predicates, resolver, metrics)
+            if keep_rows is not None and len(keep_rows) == 0:
+                continue
+            columns.load(output_top_level_ids)
+            arrays = [columns.columns[field_id] for field_id in output_top_level_ids]
+            table = pa.Table.from_arrays(arrays, schema=output_schema)
+            if keep_rows is not None:
+                table = table.take(keep_rows)
+            metrics.rows_out += table.num_rows
+            yield from table.to_batches(max_chunksize=batch_size)
+
+
+def _file_layout(footer: ParquetFooter) -> tuple[list[LeafColumn], Schema]:
+    """The file's leaf columns and Iceberg schema, derived once per cached footer."""
+    layout = footer.derived.get("layout")
+    if layout is None:
+        arrow_schema = footer.metadata.schema.to_arrow_schema()
+        layout = (file_leaf_columns(footer.metadata.schema, arrow_schema), file_schema_of(arrow_schema, footer.path))
+        footer.derived["layout"] = layout
+    return layout
+
+
+def row_group_start_offset(row_group: pq.RowGroupMetaData) -> int:
+    """The first byte of a row group: its first column chunk's dictionary page, or else first data page."""
+    first_chunk = row_group.column(0)
+    offsets = [first_chunk.data_page_offset]
+    if first_chunk.has_dictionary_page and first_chunk.dictionary_page_offset:
+        offsets.append(first_chunk.dictionary_page_offset)
+    return min(offsets)
+
+
+def _prune_by_range(
+    plan: AccessPlan, metadata: pq.FileMetaData, data_file: DataFileSlice, metrics: ScanMetrics
+) -> None:
+    if data_file.length <= 0 or data_file.is_whole_file:
+        return  # length 0 (unset) and whole-file slices keep every row group
+    end = data_file.start + data_file.length
+    for row_group in list(plan.scanned_row_groups()):
+        if not data_file.start <= row_group_start_offset(metadata.row_group(row_group)) < end:
+            plan.skip(row_group)
+            metrics.row_groups_pruned_by_range += 1
+
+
+def _prune_by_metadata(
+    plan: AccessPlan,
+    filter_node: FilterNode,
+    *,
+    footer: ParquetFooter,
+    resolver: FileColumnResolver,
+    leaf_by_field_id: dict[int, LeafColumn],
+    stream: InputStream,
+    read_schema: Schema,
+    metrics: ScanMetrics,
+) -> None:
+    metadata = footer.metadata
+
+    def leaf_of_field(field_id: int) -> LeafColumn | None:
+        if field_id in resolver.constants or resolver.paths[field_id].top_level_field_id not in resolver.file_fields:
+            return None
+        return leaf_by_field_id.get(field_id)
+
+    def bounds_of(row_group: int, field_id: int) -> ValueBounds | None:
+        row_count = plan.row_group_num_rows[row_group]
+        top_level_id = resolver.paths[field_id].top_level_field_id
+        if top_level_id in resolver.constants:
+            return ValueBounds(row_count, row_count) if resolver.constants[top_level_id] is None else None
+        leaf = leaf_of_field(field_id)
+        if leaf is not None:
+            return statistics_bounds(metadata.row_group(row_group), leaf)
+        if read_schema.find_field(field_id).initial_default is None:
+            return ValueBounds(row_count, row_count)  # a field the file lacks reads as NULL
+        return None
+
+    if isinstance(filter_node, Constant) and not filter_node.value:
+        for row_group in list(plan.scanned_row_groups()):
+            plan.skip(row_group)
+            metrics.row_groups_pruned_by_statistics += 1
+        return
+    prune_by_statistics(plan, filter_node, bounds_of, metrics)
+    prune_by_bloom_filters(
+        plan,
+        filter_node,
+        metadata=metadata,
+        leaf_of_field=leaf_of_field,
+        stream=stream,
+        source=footer.path,
+        metrics=metrics,
+    )
+    prune_by_page_index(plan, filter_node, footer=footer, leaf_of_field=leaf_of_field, stream=stream, metrics=metrics)
+
+
+def _select_undeleted_rows(plan: AccessPlan, deleted_positions: np.ndarray, kind: str, metrics: ScanMetrics) -> None:
+    positions = np.asarray(deleted_positions, dtype=np.int64)
+    for row_group in list(plan.scanned_row_groups()):
+        first_row = plan.row_group_first_rows[row_group]
+        row_count = plan.row_group_num_rows[row_group]
+        low, high = np.searchsorted(positions, [first_row, first_row + row_count])
+        if low == high:
+            continue
+        keep = np.ones(row_count, dtype=bool)
+        keep[positions[low:high] - first_row] = False
+        rows_before = plan.selected_row_count(row_group)
+        plan.select(row_group, keep)
+        removed = rows_before - plan.selected_row_count(row_group)
+        if kind == "deletion_vectors":
+            metrics.rows_deleted_by_deletion_vectors += removed
+        else:
+            metrics.rows_deleted_by_position_deletes += removed
+
+
+def _ordered_predicates(filter_node: FilterNode, row_predicates: Sequence[RowPredicate]) -> list[RowPredicate]:
+    """Equality delete sets first (their count must not depend on the filter), then filter conjuncts."""
+    deletes = [predicate for predicate in row_predicates if predicate.kind == "equality_delete"]
+    others = [predicate for predicate in row_predicates if predicate.kind != "equality_delete"]
+    return [*deletes, *others, *filter_conjuncts(filter_node)]
+
+
+def _surviving_rows(
+    columns: RowGroupColumns,
+    selection: str | np.ndarray | None,
+    predicates: list[RowPredicate],
+    resolver: FileColumnResolver,
+    metrics: ScanMetrics,
+) -> np.ndarray | None:
+    """Row indexes to keep in the row group (None = all of them), evaluating predicates on survivors only."""
+    survivors = None if isinstance(selection, str) or selection is None else np.flatnonzero(selection)
+    if not predicates:
+        return survivors
+    row_group_metadata = columns.row_group_metadata
+    sorted_field_ids = _sorted_field_ids(row_group_metadata, resolver)
+
+    def cost_of_fields(field_ids: frozenset[int]) -> int:
+        unread = [field_id for field_id in resolver.top_level_ids(field_ids) if field_id not in columns.columns]
+        return resolver.compressed_bytes(row_group_metadata, unread)
+
+    deletes = [predicate for predicate in predicates if predicate.kind == "equality_delete"]
+    filters = [predicate for predicate in predicates if predicate.kind != "equality_delete"]
+    for predicate in [
+        *order_by_cost(deletes, cost_of_fields),
+        *order_by_cost(filters, cost_of_fields, sorted_field_ids),
+    ]:
+        columns.load(resolver.top_level_ids(predicate.field_ids))
+        candidate_count = columns.num_rows if survivors is None else len(survivors)
+        predicate_columns = {}
+        for field_id in predicate.field_ids:
+            column = columns.field_column(field_id)
+            predicate_columns[field_id] = as_array(column if survivors is None else column.take(survivors))
+        keep = np.asarray(predicate.keep_mask(predicate_columns, candidate_count), dtype=bool)
+        removed = candidate_count - int(np.count_nonzero(keep))
+        if predicate.kind == "equality_delete":
+            metrics.rows_deleted_by_equality_deletes += removed
+        else:
+            metrics.rows_pruned_by_late_materialization += removed
+        if removed:
+            survivors = np.flatnonzero(keep) if survivors is None else survivors[keep]
+        if survivors is not None and len(survivors) == 0:
+            break
+    return survivors
+
+
+def _sorted_field_ids(row_group: pq.RowGroupMetaData, resolver: FileColumnResolver) -> frozenset[int]:
+    """The field id of the column the row group is sorted on first, when the writer recorded one."""
+    sorting_columns = row_group.sorting_columns
+    if not sorting_columns:
+        return frozenset()
+    first_leaf = sorting_columns[0].column_index
+    for leaves in resolver.leaves_by_top_level_id.values():
+        for leaf in leaves:
+            if leaf.index == first_leaf and leaf.field_id is not None:
+                return frozenset((leaf.field_id,))
+    return frozenset()
+
+
+__all__ = ["ALL_ROWS", "DELETED_POSITIONS_KINDS", "read_data_file", "row_group_start_offset"]

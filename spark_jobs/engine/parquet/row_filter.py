@@ -1,0 +1,142 @@
+"""Late materialization: evaluate the row filter conjunct by conjunct, cheapest first, on surviving rows only.
+
+1. Split the filter on its top-level AND (``predicates.split_conjuncts``); each conjunct is a ``RowPredicate``
+   (``FilterConjunct``) naming the field ids it needs. Equality delete sets are row predicates too.
+2. Order predicates per row group by cost: the compressed bytes of the columns they still need to read (columns
+   read for an earlier predicate are free); predicates on the column the file is sorted on go first.
+3. The reader (``opener``) reads a predicate's columns, evaluates it on the rows not yet rejected, and stops as
+   soon as no row survives; the other projected columns are read only when some row does.
+
+Leaf semantics are those stated in ``predicates``: every leaf yields a definite True/False per row (NULL counts as
+False except for IS NULL and NOT NAN), which after ``rewrite_not`` gives the same rows as SQL three-valued logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_jobs.engine.parquet.predicates import (
+    ColumnPredicate,
+    FilterNode,
+    fold,
+    referenced_field_ids,
+    split_conjuncts,
+)
+from spark_jobs.engine.row_predicate import RowPredicate
+
+ArrowColumn = pa.Array | pa.ChunkedArray
+
+
+def evaluate_rows(node: FilterNode, columns: Mapping[int, ArrowColumn], num_rows: int) -> np.ndarray:
+    """A boolean numpy mask of ``num_rows``: True where the row satisfies ``node``."""
+
+    def leaf(predicate: ColumnPredicate) -> np.ndarray:
+        return leaf_keep_mask(predicate, columns[predicate.field_id])
+
+    def constant(value: bool) -> np.ndarray:
+        return np.full(num_rows, value, dtype=bool)
+
+    return fold(node, leaf, np.logical_and.reduce, np.logical_or.reduce, constant)
+
+
+def leaf_keep_mask(predicate: ColumnPredicate, column: ArrowColumn) -> np.ndarray:
+    """True where the column's value satisfies one leaf predicate (NULL rules as in ``predicates``)."""
+    result = _leaf_result(predicate, _comparable_column(column))
+    null_means = predicate.operation in ("not_nan",)
+    if result.null_count:
+        result = result.fill_null(null_means)
+    return _to_numpy_bool(result)
+
+
+def _leaf_result(predicate: ColumnPredicate, column: ArrowColumn) -> ArrowColumn:
+    operation = predicate.operation
+    if operation == "is_null":
+        return pc.is_null(column)
+    if operation == "not_null":
+        return pc.is_valid(column)
+    if operation in ("is_nan", "not_nan"):
+        if not pa.types.is_floating(column.type):
+            return _constant_result(len(column), operation == "not_nan")
+        is_nan = pc.is_nan(column)
+        return is_nan if operation == "is_nan" else pc.invert(is_nan)
+    if operation in ("in", "not_in"):
+        value_set = pa.array(predicate.literals, type=column.type)
+        is_in = pc.is_in(column, value_set=value_set, skip_nulls=True)
+        return is_in if operation == "in" else pc.and_(pc.is_valid(column), pc.invert(is_in))
+    literal = pa.scalar(predicate.literals[0], type=column.type)
+    if operation == "starts_with":
+        return pc.starts_with(column, pattern=literal.as_py())
+    if operation == "not_starts_with":
+        return pc.invert(pc.starts_with(column, pattern=literal.as_py()))
+    comparison = _COMPARISONS[operation]
+    return comparison(column, literal)
+
+
+_COMPARISONS: dict[str, Callable[[ArrowColumn, pa.Scalar], ArrowColumn]] = {
+    "eq": pc.equal,
+    "ne": pc.not_equal,
+    "lt": pc.less,
+    "le": pc.less_equal,
+    "gt": pc.greater,
+    "ge": pc.greater_equal,
+}
+
+
+def _comparable_column(column: ArrowColumn) -> ArrowColumn:
+    """Extension columns (uuid) compare by their storage bytes."""
+    if isinstance(column.type, pa.ExtensionType):
+        if isinstance(column, pa.ChunkedArray):
+            return pa.chunked_array([chunk.storage for chunk in column.chunks], type=column.type.storage_type)
+        return column.storage
+    return column
+
+
+def _constant_result(length: int, value: bool) -> pa.Array:
+    return pa.array(np.full(length, value, dtype=bool))
+
+
+def _to_numpy_bool(result: ArrowColumn) -> np.ndarray:
+    return np.asarray(result.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+@dataclass(frozen=True)
+class FilterConjunct:
+    """One conjunct of the row filter as a ``RowPredicate``."""
+
+    node: FilterNode
+
+    @property
+    def field_ids(self) -> frozenset[int]:
+        """The field ids the conjunct reads."""
+        return referenced_field_ids(self.node)
+
+    @property
+    def kind(self) -> str:
+        """Always ``"filter"``."""
+        return "filter"
+
+    def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
+        """True where the row satisfies the conjunct."""
+        return evaluate_rows(self.node, columns, num_rows)
+
+
+def filter_conjuncts(node: FilterNode) -> list[FilterConjunct]:
+    """The row filter split on its top-level AND, one row predicate per conjunct."""
+    return [FilterConjunct(conjunct) for conjunct in split_conjuncts(node)]
+
+
+def order_by_cost(
+    predicates: Sequence[RowPredicate],
+    cost_of_fields: Callable[[frozenset[int]], int],
+    sorted_field_ids: frozenset[int] = frozenset(),
+) -> list[RowPredicate]:
+    """Predicates on the file's sort column first, then by the compressed bytes of their columns (stable)."""
+    return sorted(
+        predicates,
+        key=lambda predicate: (not (predicate.field_ids & sorted_field_ids), cost_of_fields(predicate.field_ids)),
+    )
