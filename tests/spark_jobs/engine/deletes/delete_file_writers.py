@@ -170,6 +170,19 @@ class _RecordingStream:
     def tell(self) -> int:
         return self._inner.tell()
 
+    @property
+    def closed(self) -> bool:
+        return self._inner.closed
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
     def close(self) -> None:
         self._inner.close()
 
@@ -233,4 +246,4 @@ def read_data_file_by_field_id(path: str, field_ids: Sequence[int], io: FileIO) 
 
 def corpus_query(table_name: str, query_name: str) -> ConformanceQuery:
     """One expected result Java computed."""
-    return next(q for q in load_queries() if q.table == table_name and q.name == query_name)
+    return next(q for q in load_queries() if q.table == f"corpus.{table_name}" and q.name == query_name)
