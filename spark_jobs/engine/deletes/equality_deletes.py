@@ -157,7 +157,7 @@ def _plain_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     """One contiguous array without an extension wrapper (dictionary encoding is kept)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    if isinstance(column.type, pa.ExtensionType):
+    if isinstance(column.type, pa.BaseExtensionType):
         column = column.storage
     return column
 
@@ -208,7 +208,7 @@ def _arrow_types(
 
 def _storage_type(arrow_type: pa.DataType) -> pa.DataType:
     """An extension type's storage type (uuid -> fixed_size_binary(16)), other types unchanged."""
-    return arrow_type.storage_type if isinstance(arrow_type, pa.ExtensionType) else arrow_type
+    return arrow_type.storage_type if isinstance(arrow_type, pa.BaseExtensionType) else arrow_type
 
 
 def _cached_delete_set(
@@ -275,7 +275,7 @@ def read_equality_delete_keys(
 
 def _plain_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """A column without extension wrappers, so it casts to storage types."""
-    if isinstance(column.type, pa.ExtensionType):
+    if isinstance(column.type, pa.BaseExtensionType):
         return pa.chunked_array([chunk.storage for chunk in column.chunks], type=column.type.storage_type)
     return column
 

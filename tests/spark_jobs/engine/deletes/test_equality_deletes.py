@@ -1,0 +1,380 @@
+"""Equality delete sets: loading by field id with type promotion, Java's equality (NULL, NaN, -0.0), the corpus."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import struct
+import uuid
+from collections.abc import Callable, Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyiceberg.types import (
+    DateType,
+    DecimalType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    UUIDType,
+)
+
+from spark_jobs.engine.deletes.cache import DeleteFileCache
+from spark_jobs.engine.deletes.equality_deletes import EqualityDeleteSet, load_equality_deletes
+from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
+from spark_jobs.engine.errors import CorruptFileError, EngineError
+from spark_jobs.engine.row_predicate import RowPredicate
+from spark_jobs.engine.tasks import DataFileSlice
+from tests.spark_jobs.engine.deletes.delete_file_writers import (
+    corpus_query,
+    data_file_slice,
+    field_with_id,
+    read_data_file_by_field_id,
+    write_equality_delete_file,
+)
+from tests.support.conformance import table_checksum
+
+DATA = "file:/warehouse/db/t/data/part-a.parquet"
+
+
+def _surviving(delete_set: EqualityDeleteSet, columns: dict[int, pa.Array]) -> list[bool]:
+    """keep_mask as a list, with its shape and dtype checked."""
+    num_rows = len(next(iter(columns.values())))
+    mask = delete_set.keep_mask(columns, num_rows)
+    assert mask.dtype == np.bool_
+    assert mask.shape == (num_rows,)
+    return mask.tolist()
+
+
+def _load_one(tmp_path: Path, io, cache, columns: dict[tuple[str, int], pa.Array], field_types) -> EqualityDeleteSet:
+    """Write one equality delete file and load its set for a data file."""
+    delete_file = write_equality_delete_file(tmp_path / "eq.parquet", columns)
+    (delete_set,) = load_equality_deletes(
+        data_file_slice(DATA, equality_deletes=(delete_file,)), io=io, field_types=field_types, cache=cache
+    )
+    return delete_set
+
+
+def test_single_long_key(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_set = _load_one(tmp_path, io, cache, {("id", 1): pa.array([3, 5, 5, 9], pa.int64())}, {1: LongType()})
+
+    assert isinstance(delete_set, RowPredicate)
+    assert delete_set.kind == "equality_delete"
+    assert delete_set.field_ids == frozenset({1})
+    assert delete_set.key_count == 3
+    assert _surviving(delete_set, {1: pa.array([1, 3, 5, 7, 9, None], pa.int64())}) == [
+        True,
+        False,
+        False,
+        True,
+        False,
+        True,
+    ]
+
+
+def test_composite_keys_match_on_every_column(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_set = _load_one(
+        tmp_path,
+        io,
+        cache,
+        {("id", 1): pa.array([1, 1, 2], pa.int64()), ("category", 2): pa.array(["a", "b", "a"])},
+        {1: LongType(), 2: StringType()},
+    )
+    data = {1: pa.array([1, 1, 1, 2, 2, 3], pa.int64()), 2: pa.array(["a", "b", "c", "a", "b", "a"])}
+
+    assert _surviving(delete_set, data) == [False, False, True, False, True, True]
+    assert delete_set.key_count == 3
+
+
+def test_null_in_a_delete_row_matches_null_in_a_data_row(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_set = _load_one(
+        tmp_path,
+        io,
+        cache,
+        {("id", 1): pa.array([None, 1, None], pa.int64()), ("category", 2): pa.array(["a", None, None])},
+        {1: LongType(), 2: StringType()},
+    )
+    data = {
+        1: pa.array([None, None, None, 1, 1, 2], pa.int64()),
+        2: pa.array(["a", "b", None, None, "a", None]),
+    }
+
+    assert _surviving(delete_set, data) == [False, True, False, False, True, True]
+
+
+def test_int_file_column_matches_long_table_column(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_set = _load_one(tmp_path, io, cache, {("id", 1): pa.array([7, -2], pa.int32())}, {1: LongType()})
+
+    assert _surviving(delete_set, {1: pa.array([7, 2, -2, 1 << 40], pa.int64())}) == [False, True, False, True]
+
+
+def test_float_file_column_matches_double_table_column(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_set = _load_one(tmp_path, io, cache, {("score", 4): pa.array([0.5, 1.1], pa.float32())}, {4: DoubleType()})
+    promoted_1_1 = float(np.float32(1.1))  # what Java reads from the float file after promotion
+
+    data = {4: pa.array([0.5, 1.1, promoted_1_1], pa.float64())}
+
+    assert _surviving(delete_set, data) == [False, True, False]
+
+
+def test_dropped_column_is_found_by_field_id_under_its_old_name(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_set = _load_one(
+        tmp_path,
+        io,
+        cache,
+        {("legacy_code", 17): pa.array(["x", "y"]), ("id", 1): pa.array([1, 2])},
+        {1: LongType(), 17: StringType()},
+    )
+
+    data = {17: pa.array(["x", "x", "y"], pa.large_string()), 1: pa.array([1, 2, 2], pa.int64())}
+
+    assert _surviving(delete_set, data) == [False, True, False]
+
+
+def test_string_decimal_and_date_keys(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_set = _load_one(
+        tmp_path,
+        io,
+        cache,
+        {
+            ("note", 2): pa.array(["", "é漢", "b"]),
+            ("amount", 3): pa.array([Decimal("1.20"), Decimal("-3.00"), Decimal("0.00")], pa.decimal128(9, 2)),
+            ("day", 5): pa.array([dt.date(1969, 12, 31), dt.date(2024, 1, 1), dt.date(2024, 1, 2)]),
+        },
+        {2: StringType(), 3: DecimalType(18, 2), 5: DateType()},
+    )
+    data = {
+        2: pa.array(["", "é漢", "b", "", "B"], pa.large_string()),
+        3: pa.array(
+            [Decimal("1.20"), Decimal("-3.00"), Decimal("0.00"), Decimal("1.21"), Decimal("0.00")], pa.decimal128(18, 2)
+        ),
+        5: pa.array(
+            [
+                dt.date(1969, 12, 31),
+                dt.date(2024, 1, 1),
+                dt.date(2024, 1, 2),
+                dt.date(1969, 12, 31),
+                dt.date(2024, 1, 2),
+            ]
+        ),
+    }
+
+    assert _surviving(delete_set, data) == [False, False, False, True, True]
+
+
+def test_uuid_keys(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    deleted, kept = uuid.UUID(int=1), uuid.UUID(int=2)
+    delete_set = _load_one(tmp_path, io, cache, {("u", 6): pa.array([deleted.bytes], pa.binary(16))}, {6: UUIDType()})
+
+    data = pa.array([deleted.bytes, kept.bytes, None], pa.binary(16))
+
+    assert _surviving(delete_set, {6: data}) == [False, True, True]
+    assert _surviving(delete_set, {6: pa.ExtensionArray.from_storage(pa.uuid(), data)}) == [False, True, True]
+
+
+def _doubles(bit_patterns: Sequence[int | None]) -> pa.Array:
+    """float64 values from exact bit patterns (None: null)."""
+    bits = np.array([b if b is not None else 0 for b in bit_patterns], dtype=np.uint64)
+    return pa.array(bits.view(np.float64), mask=np.array([b is None for b in bit_patterns], dtype=bool))
+
+
+CANONICAL_NAN = 0x7FF8000000000000
+PAYLOAD_NAN = 0x7FF8000000000001
+NEGATIVE_NAN = 0xFFF8000000000000
+POSITIVE_ZERO = 0x0000000000000000
+NEGATIVE_ZERO = 0x8000000000000000
+ONE = 0x3FF0000000000000
+
+
+def test_nan_equals_every_nan_and_negative_zero_differs_from_zero() -> None:
+    delete_set = EqualityDeleteSet((4,), [_doubles([PAYLOAD_NAN, NEGATIVE_ZERO])])
+
+    data = {4: _doubles([CANONICAL_NAN, NEGATIVE_NAN, PAYLOAD_NAN, POSITIVE_ZERO, NEGATIVE_ZERO, ONE, None])}
+
+    assert _surviving(delete_set, data) == [False, False, False, True, False, True, True]
+
+
+def test_dictionary_view_and_chunked_data_columns() -> None:
+    delete_set = EqualityDeleteSet((2,), [pa.array(["a", None], pa.large_string())])
+    expected = [False, True, False, False]
+    plain = pa.array(["a", "b", None, "a"])
+
+    assert _surviving(delete_set, {2: plain}) == expected
+    assert _surviving(delete_set, {2: plain.dictionary_encode()}) == expected
+    assert _surviving(delete_set, {2: plain.cast(pa.string_view())}) == expected
+    assert _surviving(delete_set, {2: pa.chunked_array([plain[:1], plain[1:]])}) == expected
+    # Nulls carried by the dictionary's values rather than its indices.
+    dictionary_with_null = pa.DictionaryArray.from_arrays(
+        pa.array([0, 1, 2, 0], pa.int32()), pa.array(["a", "b", None])
+    )
+    assert _surviving(delete_set, {2: dictionary_with_null}) == expected
+
+
+def test_files_with_the_same_ids_merge_and_other_ids_form_another_set(
+    tmp_path: Path, io, cache: DeleteFileCache
+) -> None:
+    by_id = write_equality_delete_file(tmp_path / "by_id.parquet", {("id", 1): pa.array([1, 2], pa.int64())})
+    more_by_id = write_equality_delete_file(tmp_path / "more.parquet", {("id", 1): pa.array([2, 3], pa.int64())})
+    pair = write_equality_delete_file(
+        tmp_path / "pair.parquet", {("category", 2): pa.array(["a"]), ("id", 1): pa.array([9], pa.int64())}
+    )
+    same_pair_reordered = write_equality_delete_file(
+        tmp_path / "pair2.parquet", {("id", 1): pa.array([8], pa.int64()), ("category", 2): pa.array(["b"])}
+    )
+    data_file = data_file_slice(DATA, equality_deletes=(by_id, pair, more_by_id, same_pair_reordered))
+
+    sets = load_equality_deletes(data_file, io=io, field_types={1: LongType(), 2: StringType()}, cache=cache)
+
+    assert sorted(s.equality_ids for s in sets) == [(1,), (1, 2)]
+    data = {1: pa.array([1, 3, 4, 9, 9, 8], pa.int64()), 2: pa.array(["z", "z", "z", "a", "b", "b"])}
+    keep = np.logical_and.reduce([s.keep_mask(data, 6) for s in sets])
+    assert keep.tolist() == [False, False, True, False, True, False]
+
+
+def test_sets_and_files_are_loaded_once_per_cache(tmp_path: Path, recording_io, cache: DeleteFileCache) -> None:
+    delete_file = write_equality_delete_file(tmp_path / "eq.parquet", {("id", 1): pa.array([1], pa.int64())})
+
+    for data_path in ("file:/a.parquet", "file:/b.parquet"):
+        load_equality_deletes(
+            data_file_slice(data_path, equality_deletes=(delete_file,)),
+            io=recording_io,
+            field_types={1: LongType()},
+            cache=cache,
+        )
+
+    assert recording_io.log.opened == [delete_file.path]
+
+
+def test_delete_file_without_the_field_id_is_corrupt(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_file = write_equality_delete_file(tmp_path / "eq.parquet", {("id", 1): pa.array([1], pa.int64())})
+    delete_file = type(delete_file)(delete_file.path, 1, 1, (1, 2), 3)
+
+    with pytest.raises(CorruptFileError, match=r"eq\.parquet: no column with field id \[2\]"):
+        load_equality_deletes(
+            data_file_slice(DATA, equality_deletes=(delete_file,)),
+            io=io,
+            field_types={1: LongType(), 2: StringType()},
+            cache=cache,
+        )
+
+
+def test_field_types_must_cover_the_equality_ids(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_file = write_equality_delete_file(tmp_path / "eq.parquet", {("id", 1): pa.array([1], pa.int64())})
+
+    with pytest.raises(EngineError, match=r"field ids \[1\] that field_types does not give a type for"):
+        load_equality_deletes(
+            data_file_slice(DATA, equality_deletes=(delete_file,)), io=io, field_types={2: IntegerType()}, cache=cache
+        )
+
+
+def test_nested_struct_field_is_found_by_field_id(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    inner = field_with_id("code", pa.string(), 12)
+    struct_type = pa.struct([inner])
+    schema = pa.schema([field_with_id("location", struct_type, 11)])
+    pq.write_table(pa.table([pa.array([{"code": "x"}, None], struct_type)], schema=schema), tmp_path / "eq.parquet")
+    delete_file = write_equality_delete_file(tmp_path / "unused.parquet", {("id", 1): pa.array([1])})
+    delete_file = type(delete_file)(str(tmp_path / "eq.parquet"), 1, 2, (12,), 3)
+
+    (delete_set,) = load_equality_deletes(
+        data_file_slice(DATA, equality_deletes=(delete_file,)), io=io, field_types={12: StringType()}, cache=cache
+    )
+
+    assert _surviving(delete_set, {12: pa.array(["x", "y", None])}) == [False, True, False]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Property test against a plain-Python oracle with Java's equality
+# ---------------------------------------------------------------------------------------------------------------
+
+_float_bits = st.sampled_from([CANONICAL_NAN, PAYLOAD_NAN, NEGATIVE_NAN, POSITIVE_ZERO, NEGATIVE_ZERO, ONE, None])
+_row = st.tuples(
+    st.one_of(st.none(), st.integers(-3, 3)), _float_bits, st.one_of(st.none(), st.sampled_from(["", "a", "é"]))
+)
+
+
+def _java_equality_key(row: tuple[int | None, int | None, str | None]) -> tuple[Any, ...]:
+    """A row as Java's StructLikeSet compares it: Double.equals on the float (all NaNs equal, -0.0 != 0.0)."""
+    number, float_bits, text = row
+    if float_bits is None:
+        float_key: Any = None
+    else:
+        value = struct.unpack("<d", float_bits.to_bytes(8, "little"))[0]
+        float_key = "NaN" if math.isnan(value) else float_bits
+    return number, float_key, text
+
+
+def _columns(rows: list[tuple[int | None, int | None, str | None]]) -> list[pa.Array]:
+    return [
+        pa.array([r[0] for r in rows], pa.int64()),
+        _doubles([r[1] for r in rows]),
+        pa.array([r[2] for r in rows], pa.large_string()),
+    ]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    delete_rows=st.lists(_row, min_size=1, max_size=25),
+    data_rows=st.lists(_row, min_size=0, max_size=60),
+    key_columns=st.sampled_from([(0,), (1,), (2,), (0, 1), (1, 2), (2, 0), (0, 1, 2)]),
+)
+def test_keep_mask_matches_a_python_oracle(
+    delete_rows: list[tuple[Any, ...]], data_rows: list[tuple[Any, ...]], key_columns: tuple[int, ...]
+) -> None:
+    field_ids = tuple(100 + column for column in key_columns)
+    delete_columns = _columns(delete_rows)
+    delete_set = EqualityDeleteSet(field_ids, [delete_columns[column] for column in key_columns])
+    data_columns = _columns(data_rows)
+
+    mask = delete_set.keep_mask({100 + c: data_columns[c] for c in key_columns}, len(data_rows))
+
+    deleted_keys = {tuple(_java_equality_key(row)[c] for c in key_columns) for row in delete_rows}
+    expected = [tuple(_java_equality_key(row)[c] for c in key_columns) not in deleted_keys for row in data_rows]
+    assert mask.tolist() == expected
+    assert delete_set.key_count == len(deleted_keys)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Java-written corpus
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("table_name", ["v2_eq_deletes", "v2_eq_deletes_part"])
+def test_java_written_equality_deletes_leave_the_rows_java_returned(
+    table_name: str, corpus_data_files: Callable[[str], list[DataFileSlice]], conformance_catalog, io, cache
+) -> None:
+    schema = conformance_catalog.load_table(f"corpus.{table_name}").schema()
+    query = corpus_query(table_name, "projection")
+    field_ids = [schema.find_field(name).field_id for name in query.result_columns]
+    field_types = {field.field_id: field.field_type for field in schema.fields}
+    surviving_parts = []
+    equality_sets_seen = 0
+
+    for data_file in corpus_data_files(table_name):
+        sets = load_equality_deletes(data_file, io=io, field_types=field_types, cache=cache)
+        equality_sets_seen += len(sets)
+        needed = sorted(set(field_ids).union(*(s.field_ids for s in sets)))
+        columns = read_data_file_by_field_id(data_file.path, needed, io)
+        keep = np.ones(data_file.record_count, dtype=bool)
+        keep[load_deleted_positions(data_file, io=io, cache=cache).positions] = False
+        for delete_set in sets:
+            keep &= delete_set.keep_mask(columns, data_file.record_count)
+        mask = pa.array(keep)
+        surviving_parts.append(
+            pa.table(
+                {name: columns[fid].filter(mask) for name, fid in zip(query.result_columns, field_ids, strict=True)}
+            )
+        )
+
+    result = pa.concat_tables(surviving_parts)
+    assert equality_sets_seen > 0
+    assert result.num_rows == query.row_count
+    checksum, _ = table_checksum(result, query.result_columns)
+    assert checksum == query.checksum
