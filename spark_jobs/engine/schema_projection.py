@@ -79,7 +79,7 @@ def constant_column(iceberg_type: IcebergType, value: Any, num_rows: int) -> pa.
     arrow_type = arrow_type_of(iceberg_type)
     if value is None:
         return pa.nulls(num_rows, type=arrow_type)
-    if isinstance(arrow_type, pa.ExtensionType):
+    if isinstance(arrow_type, pa.BaseExtensionType):
         storage_value = value.bytes if isinstance(value, uuid.UUID) else value
         storage = pa.repeat(pa.scalar(storage_value, type=arrow_type.storage_type), num_rows)
         return pa.ExtensionArray.from_storage(arrow_type, storage)
@@ -107,9 +107,9 @@ def _expect(file_type: IcebergType, expected: type, source: str) -> Any:
 def _cast_primitive(array: pa.Array, target: pa.DataType, source: str) -> pa.Array:
     if array.type == target:
         return array
-    if isinstance(array.type, pa.ExtensionType):
+    if isinstance(array.type, pa.BaseExtensionType):
         array = array.storage
-    if isinstance(target, pa.ExtensionType):
+    if isinstance(target, pa.BaseExtensionType):
         storage = array if array.type == target.storage_type else array.cast(target.storage_type)
         return pa.ExtensionArray.from_storage(target, storage)
     try:

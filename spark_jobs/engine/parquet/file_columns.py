@@ -101,7 +101,7 @@ def _collect_leaf_ids(
     arrow_field: pa.Field, top_id: int | None, repeated: bool, out: list[tuple[int | None, int | None, bool]]
 ) -> None:
     arrow_type = arrow_field.type
-    if isinstance(arrow_type, pa.ExtensionType):
+    if isinstance(arrow_type, pa.BaseExtensionType):
         arrow_type = arrow_type.storage_type
     if pa.types.is_struct(arrow_type):
         for index in range(arrow_type.num_fields):

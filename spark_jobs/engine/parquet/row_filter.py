@@ -89,7 +89,7 @@ _COMPARISONS: dict[str, Callable[[ArrowColumn, pa.Scalar], ArrowColumn]] = {
 
 def _comparable_column(column: ArrowColumn) -> ArrowColumn:
     """Extension columns (uuid) compare by their storage bytes."""
-    if isinstance(column.type, pa.ExtensionType):
+    if isinstance(column.type, pa.BaseExtensionType):
         if isinstance(column, pa.ChunkedArray):
             return pa.chunked_array([chunk.storage for chunk in column.chunks], type=column.type.storage_type)
         return column.storage

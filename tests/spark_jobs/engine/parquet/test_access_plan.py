@@ -1,0 +1,30 @@
+"""The access plan: stages only narrow it; empty selections become skips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spark_jobs.engine.parquet.access_plan import ALL_ROWS, AccessPlan
+
+
+def test_selections_combine_and_collapse() -> None:
+    plan = AccessPlan([4, 3, 2])
+    assert plan.row_group_first_rows == [0, 4, 7]
+    plan.select(0, np.array([True, True, False, True]))
+    plan.select(0, np.array([False, True, True, True]))
+    assert plan.selection(0).tolist() == [False, True, False, True]
+    plan.select(1, np.zeros(3, dtype=bool))
+    assert not plan.should_scan(1)
+    plan.select(2, np.ones(2, dtype=bool))
+    assert plan.selection(2) == ALL_ROWS
+    plan.skip(2)
+    assert list(plan.scanned_row_groups()) == [0]
+    assert plan.selected_row_count(0) == 2
+    plan.select(1, np.ones(3, dtype=bool))  # a skipped row group stays skipped
+    assert plan.selection(1) is None
+
+
+def test_selection_of_the_wrong_length_is_refused() -> None:
+    with pytest.raises(ValueError, match="row group 0"):
+        AccessPlan([4]).select(0, np.ones(3, dtype=bool))

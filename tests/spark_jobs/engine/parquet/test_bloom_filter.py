@@ -1,0 +1,175 @@
+"""Split-block bloom filter probes against filters pyarrow wrote, and row-group pruning with them."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.expressions import EqualTo, In, Or
+from pyiceberg.expressions.visitors import bind
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.schema import Schema
+from pyiceberg.types import DecimalType, FixedType, LongType, NestedField, StringType, UUIDType
+
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.parquet.bloom_filter import (
+    NOT_IN_COLUMN,
+    literal_might_be_present,
+    plain_encoded_literal,
+    read_bloom_filter,
+)
+from spark_jobs.engine.parquet.file_columns import file_leaf_columns
+from spark_jobs.engine.parquet.opener import read_data_file
+
+
+def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:
+    return pa.field(name, arrow_type, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+
+def _filters_of(path: Path):
+    parquet_file = pq.ParquetFile(path)
+    leaves = file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)
+    with pa.OSFile(str(path)) as stream:
+        filters = [
+            read_bloom_filter(stream, parquet_file.metadata.row_group(0).column(leaf.index), str(path))[0]
+            for leaf in leaves
+        ]
+    return leaves, filters
+
+
+def test_probe_matches_filters_written_by_pyarrow(tmp_path: Path) -> None:
+    present = np.arange(0, 4000, 2, dtype=np.int32)  # even numbers
+    strings = [f"user-{i}" for i in range(2000)]
+    uuids = [uuid.UUID(int=i * 7919) for i in range(2000)]
+    decimals = [Decimal(i).scaleb(-2) for i in range(2000)]
+    table = pa.table(
+        [
+            pa.array(present),
+            pa.array(present.astype(np.int64) * 3),
+            pa.array(strings),
+            pa.array([value.bytes for value in uuids], pa.binary(16)),
+            pa.array(decimals, pa.decimal128(20, 2)),
+        ],
+        names=["i32", "i64", "s", "u", "d"],
+    )
+    path = tmp_path / "bloom.parquet"
+    options = {"ndv": 2000, "fpp": 0.01}
+    pq.write_table(table, path, bloom_filter_options={name: options for name in table.column_names})
+    leaves, filters = _filters_of(path)
+    assert all(bloom_filter is not None for bloom_filter in filters)
+    columns = {leaf.path: (leaf, bloom_filter) for leaf, bloom_filter in zip(leaves, filters, strict=True)}
+
+    def absent_rate(name: str, absent_values) -> float:
+        leaf, bloom_filter = columns[name]
+        hits = sum(literal_might_be_present(bloom_filter, value, leaf) for value in absent_values)
+        return hits / len(absent_values)
+
+    for name, values in [
+        ("i32", present.tolist()),
+        ("i64", (present.astype(np.int64) * 3).tolist()),
+        ("s", strings),
+        ("u", [value.bytes for value in uuids]),
+        ("d", decimals),
+    ]:
+        leaf, bloom_filter = columns[name]
+        assert all(literal_might_be_present(bloom_filter, value, leaf) for value in values), name
+    assert absent_rate("i32", list(range(1, 4000, 2))) < 0.05
+    assert absent_rate("i64", [value * 3 + 1 for value in range(2000)]) < 0.05
+    assert absent_rate("s", [f"other-{i}" for i in range(2000)]) < 0.05
+    assert absent_rate("u", [uuid.UUID(int=i * 7919 + 1).bytes for i in range(2000)]) < 0.05
+    assert absent_rate("d", [Decimal(i).scaleb(-2) + 3000 for i in range(2000)]) < 0.05
+
+
+def test_literals_that_cannot_be_in_the_column() -> None:
+    int32_leaf, fixed_leaf, decimal_leaf = _leaves_of_int_fixed_and_decimal_columns()
+    assert plain_encoded_literal(2**40, int32_leaf) is NOT_IN_COLUMN  # a long literal beyond an int file column
+    assert plain_encoded_literal(7, int32_leaf) == (7).to_bytes(4, "little")
+    assert plain_encoded_literal(b"ab", fixed_leaf) is NOT_IN_COLUMN  # wrong length for fixed[3]
+    assert plain_encoded_literal(Decimal("1.005"), decimal_leaf) is NOT_IN_COLUMN  # more digits than scale 2
+    assert plain_encoded_literal(1.5, _double_leaf()) is None  # floats are never probed
+
+
+def _leaves_of_int_fixed_and_decimal_columns():
+    schema = pa.schema([pa.field("i", pa.int32()), pa.field("f", pa.binary(3)), pa.field("d", pa.decimal128(9, 2))])
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink)
+    parquet_file = pq.ParquetFile(pa.BufferReader(sink.getvalue()))
+    return file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)
+
+
+def _double_leaf():
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"x": pa.array([], pa.float64())}), sink)
+    parquet_file = pq.ParquetFile(pa.BufferReader(sink.getvalue()))
+    return file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)[0]
+
+
+def test_bloom_filters_prune_row_groups_where_statistics_cannot(write_data_file) -> None:
+    # Every row group spans the same range of values (so statistics never prune), with different members.
+    values = np.concatenate([np.arange(group, 10_000, 10) for group in range(10)]).astype(np.int32)
+    table = pa.table(
+        [pa.array(values), pa.array([f"name-{v}" for v in values]), pa.array([b"abc"] * len(values), pa.binary(3))],
+        schema=pa.schema([_field("k", pa.int32(), 1), _field("name", pa.string(), 2), _field("f", pa.binary(3), 3)]),
+    )
+    data_file = write_data_file(
+        table, row_group_size=1000, bloom_filter_options={"k": {"ndv": 1000, "fpp": 0.01}, "name": {"ndv": 1000}}
+    )
+    schema = Schema(
+        NestedField(1, "k", LongType(), required=False),
+        NestedField(2, "name", StringType(), required=False),
+        NestedField(3, "f", FixedType(3), required=False),
+    )
+    cases = [
+        (EqualTo("k", 4321), [4321]),
+        (In("k", [11, 12]), [11, 12]),
+        (EqualTo("name", "name-77"), [77]),
+        (Or(EqualTo("k", 5), EqualTo("name", "name-9")), [5, 9]),
+    ]
+    for expression, expected in cases:
+        metrics = ScanMetrics()
+        batches = read_data_file(
+            data_file,
+            io=PyArrowFileIO(),
+            read_schema=schema,
+            output_field_ids=[1],
+            row_filter=bind(schema, expression, case_sensitive=True),
+            deleted_positions=None,
+            metrics=metrics,
+        )
+        assert sorted(value for batch in batches for value in batch.column(0).to_pylist()) == expected
+        assert metrics.row_groups_pruned_by_statistics == 0
+        assert metrics.row_groups_pruned_by_bloom_filter >= 10 - len(expected) - 1, expression
+
+
+def test_uuid_and_decimal_columns_in_read_schema_probe_their_file_encoding(write_data_file) -> None:
+    uuids = [uuid.UUID(int=i) for i in range(1, 2001)]
+    table = pa.table(
+        [
+            pa.array([value.bytes for value in uuids], pa.binary(16)),
+            pa.array([Decimal(i) for i in range(2000)], pa.decimal128(12, 0)),
+        ],
+        schema=pa.schema([_field("u", pa.binary(16), 1), _field("d", pa.decimal128(12, 0), 2)]),
+    )
+    data_file = write_data_file(table, row_group_size=200, bloom_filter_options={"u": {"ndv": 200}, "d": {"ndv": 200}})
+    schema = Schema(
+        NestedField(1, "u", UUIDType(), required=False), NestedField(2, "d", DecimalType(14, 0), required=False)
+    )
+    for expression in (EqualTo("u", uuids[10]), In("d", [Decimal(10), Decimal(1999)])):
+        metrics = ScanMetrics()
+        batches = list(
+            read_data_file(
+                data_file,
+                io=PyArrowFileIO(),
+                read_schema=schema,
+                output_field_ids=[1, 2],
+                row_filter=bind(schema, expression, case_sensitive=True),
+                deleted_positions=None,
+                metrics=metrics,
+            )
+        )
+        assert sum(batch.num_rows for batch in batches) >= 1
+        assert metrics.row_groups_pruned_by_statistics + metrics.row_groups_pruned_by_bloom_filter >= 8
