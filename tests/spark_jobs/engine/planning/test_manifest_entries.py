@@ -1,0 +1,61 @@
+"""Manifest entries read with the v3 schema: the deletion-vector fields, and everything else as pyiceberg reads it."""
+
+from __future__ import annotations
+
+import pytest
+from pyiceberg.manifest import FileFormat
+
+from spark_jobs.engine.planning.manifest_entries import (
+    content_offset,
+    content_size_in_bytes,
+    read_live_entries,
+    referenced_data_file,
+)
+
+
+def _manifests(table):
+    return table.current_snapshot().manifests(table.io)
+
+
+def test_deletion_vector_entries_carry_their_blob_location(conformance_catalog):
+    table = conformance_catalog.load_table("corpus.mor_v3_dv")
+    dv_entries = [
+        entry
+        for manifest in _manifests(table)
+        for entry in read_live_entries(manifest, table.io)
+        if entry.data_file.file_format == FileFormat.PUFFIN
+    ]
+    assert len(dv_entries) == 280
+    for entry in dv_entries:
+        data_file = entry.data_file
+        assert referenced_data_file(data_file).startswith("file:/tmp/iceberg-conformance/corpus/warehouse/")
+        assert content_offset(data_file) >= 4  # after the Puffin magic
+        assert 0 < content_size_in_bytes(data_file) < data_file.file_size_in_bytes
+        assert content_offset(data_file) + content_size_in_bytes(data_file) <= data_file.file_size_in_bytes
+
+
+@pytest.mark.parametrize(
+    "table_name", ["corpus.v1_cow", "corpus.mor_v2_pos", "corpus.v2_eq_deletes", "corpus.mor_v3_dv"]
+)
+def test_entries_match_what_pyiceberg_reads(conformance_catalog, table_name):
+    table = conformance_catalog.load_table(table_name)
+    for manifest in _manifests(table):
+        ours = read_live_entries(manifest, table.io)
+        theirs = manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+        assert [
+            (e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file.spec_id) for e in ours
+        ] == [(e.status, e.snapshot_id, e.sequence_number, e.file_sequence_number, e.data_file.spec_id) for e in theirs]
+        for mine, reference in zip(ours, theirs, strict=True):
+            assert mine.data_file.file_path == reference.data_file.file_path
+            assert mine.data_file.partition == reference.data_file.partition
+            assert mine.data_file.equality_ids == reference.data_file.equality_ids
+            assert mine.data_file.split_offsets == reference.data_file.split_offsets
+            assert mine.data_file.lower_bounds == reference.data_file.lower_bounds
+
+
+def test_v1_entries_inherit_sequence_number_zero(conformance_catalog):
+    table = conformance_catalog.load_table("corpus.v1_cow")
+    entries = [entry for manifest in _manifests(table) for entry in read_live_entries(manifest, table.io)]
+    assert entries
+    assert {(entry.sequence_number, entry.file_sequence_number) for entry in entries} == {(0, 0)}
+    assert all(referenced_data_file(entry.data_file) is None for entry in entries)
