@@ -50,16 +50,20 @@ class EqualityDeleteSet:
         self.equality_ids: tuple[int, ...] = tuple(equality_ids)
         self.source_paths: tuple[str, ...] = tuple(source_paths)
         key_columns = [_canonical_nans(_plain_array(column)) for column in keys]
-        self._column_values: list[pa.Array] = [pc.unique(column) for column in key_columns]
+        distinct_values = [pc.unique(column) for column in key_columns]
+        # Fold the most selective column (most distinct delete values) first: later columns see fewer candidates.
+        fold_order = sorted(range(len(key_columns)), key=lambda j: -len(distinct_values[j]))
+        self._fold_field_ids = tuple(self.equality_ids[j] for j in fold_order)
+        self._column_values: list[pa.Array] = [distinct_values[j] for j in fold_order]
         self._column_values_has_nan = [_has_nan(values) for values in self._column_values]
-        self._combined_values: list[pa.Array] = []
-        codes = pc.index_in(key_columns[0], value_set=self._column_values[0]).cast(pa.int64())
-        for column, values in zip(key_columns[1:], self._column_values[1:], strict=True):
-            column_codes = pc.index_in(column, value_set=values).cast(pa.int64())
-            combined = pc.add(pc.multiply(codes, len(values)), column_codes)
-            combined_values = pc.unique(combined)
+        self._combined_values: list[np.ndarray] = []
+        codes = _found_codes(pc.index_in(key_columns[fold_order[0]], value_set=self._column_values[0]))
+        for position, j in enumerate(fold_order[1:], start=1):
+            column_codes = _found_codes(pc.index_in(key_columns[j], value_set=self._column_values[position]))
+            combined = codes * len(self._column_values[position]) + column_codes
+            combined_values = np.unique(combined)
             self._combined_values.append(combined_values)
-            codes = pc.index_in(combined, value_set=combined_values).cast(pa.int64())
+            codes = np.searchsorted(combined_values, combined)
         self.key_count = len(self._combined_values[-1]) if self._combined_values else len(self._column_values[0])
         self._aligned_values: dict[tuple[int, pa.DataType], pa.Array] = {}
 
@@ -76,24 +80,31 @@ class EqualityDeleteSet:
     @property
     def nbytes(self) -> int:
         """Bytes held by the key index (the cache counts them)."""
-        arrays = [*self._column_values, *self._combined_values]
-        return sum(array.nbytes for array in arrays) + _ENTRY_OVERHEAD_BYTES
+        values_bytes = sum(values.nbytes for values in self._column_values)
+        return values_bytes + sum(combined.nbytes for combined in self._combined_values) + _ENTRY_OVERHEAD_BYTES
 
     def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
         """True for rows whose equality columns match no delete key."""
-        codes = self._column_codes(0, columns, num_rows)
+        key_columns = [self._key_column(field_id, columns, num_rows) for field_id in self._fold_field_ids]
+        codes = _codes_or_missing(self._column_codes(0, key_columns[0]))
+        candidate_rows = np.flatnonzero(codes >= 0)
+        codes = codes[candidate_rows].astype(np.int64)
         for position, combined_values in enumerate(self._combined_values, start=1):
-            if codes.null_count == len(codes):
+            if candidate_rows.size == 0:
                 break
-            column_codes = self._column_codes(position, columns, num_rows)
-            cardinality = len(self._column_values[position])
-            combined = pc.add(pc.multiply(codes.cast(pa.int64()), cardinality), column_codes.cast(pa.int64()))
-            codes = pc.index_in(combined, value_set=combined_values)
-        return np.asarray(pc.is_null(codes).to_numpy(zero_copy_only=False), dtype=bool)
+            candidates = key_columns[position].take(pa.array(candidate_rows))
+            column_codes = _codes_or_missing(self._column_codes(position, candidates))
+            combined = codes * len(self._column_values[position]) + column_codes
+            found_at = np.minimum(np.searchsorted(combined_values, combined), len(combined_values) - 1)
+            matches = (column_codes >= 0) & (combined_values[found_at] == combined)
+            candidate_rows = candidate_rows[matches]
+            codes = found_at[matches]
+        keep = np.ones(num_rows, dtype=bool)
+        keep[candidate_rows] = False
+        return keep
 
-    def _column_codes(self, position: int, columns: Mapping[int, pa.Array], num_rows: int) -> pa.Array:
-        """Each row's index into the distinct delete values of one key column (null: no delete key has it)."""
-        field_id = self.equality_ids[position]
+    def _key_column(self, field_id: int, columns: Mapping[int, pa.Array], num_rows: int) -> pa.Array:
+        """The batch's column of one key field as one plain array, checked for presence and length."""
         column = columns.get(field_id)
         if column is None:
             raise EngineError(
@@ -102,6 +113,10 @@ class EqualityDeleteSet:
         column = _plain_array(column)
         if len(column) != num_rows:
             raise EngineError(f"column of field id {field_id} has {len(column)} rows, expected num_rows={num_rows}")
+        return column
+
+    def _column_codes(self, position: int, column: pa.Array) -> pa.Array:
+        """Each row's index into the distinct delete values of one key column (null: no delete key has it)."""
         if pa.types.is_dictionary(column.type):
             return self._dictionary_codes(position, column)
         return self._plain_codes(position, column)
@@ -146,6 +161,16 @@ class EqualityDeleteSet:
     def __repr__(self) -> str:
         files = len(self.source_paths)
         return f"EqualityDeleteSet(equality_ids={self.equality_ids}, keys={self.key_count}, files={files})"
+
+
+def _found_codes(codes: pa.Array) -> np.ndarray:
+    """Lookup codes of delete rows as int64 (every delete value is found in its own distinct values)."""
+    return codes.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _codes_or_missing(codes: pa.Array) -> np.ndarray:
+    """Lookup codes as int64 with -1 where the value is not among the delete values."""
+    return pc.fill_null(codes, -1).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
 
 
 def _can_look_up(arrow_type: pa.DataType) -> bool:
