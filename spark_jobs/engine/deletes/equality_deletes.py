@@ -117,6 +117,8 @@ class EqualityDeleteSet:
 
     def _column_codes(self, position: int, column: pa.Array) -> pa.Array:
         """Each row's index into the distinct delete values of one key column (null: no delete key has it)."""
+        if pa.types.is_null(column.type):  # a column the data file does not have: every row is NULL
+            column = pa.nulls(len(column), self._column_values[position].type)
         if pa.types.is_dictionary(column.type):
             return self._dictionary_codes(position, column)
         return self._plain_codes(position, column)

@@ -127,7 +127,7 @@ def _load_footer(delete_file: PositionDeleteFile, io: FileIO) -> tuple[_Position
     paths = field_id_paths(arrow_schema)
     file_path_column = _top_level_column(delete_file.path, paths, arrow_schema, FILE_PATH_FIELD_ID, _FILE_PATH_NAME)
     pos_column = _top_level_column(delete_file.path, paths, arrow_schema, POS_FIELD_ID, _POS_NAME)
-    leaf_index = _leaf_index(metadata, file_path_column)
+    leaf_index = _leaf_index(delete_file.path, metadata, file_path_column)
     bounds = tuple(_file_path_bounds(metadata.row_group(i).column(leaf_index)) for i in range(metadata.num_row_groups))
     footer = _PositionDeleteFooter(metadata, file_path_column, pos_column, bounds)
     weight = metadata.serialized_size + sum(len(b[0]) + len(b[1]) for b in bounds if b) + _ENTRY_OVERHEAD_BYTES
@@ -147,12 +147,12 @@ def _top_level_column(path: str, paths: dict[int, tuple[str, ...]], schema: pa.S
     )
 
 
-def _leaf_index(metadata: pq.FileMetaData, column_name: str) -> int:
+def _leaf_index(path: str, metadata: pq.FileMetaData, column_name: str) -> int:
     """The Parquet leaf column index of a top-level primitive column."""
     for index in range(metadata.num_columns):
         if metadata.schema.column(index).path == column_name:
             return index
-    raise CorruptFileError(f"position delete file: column {column_name!r} is not a primitive leaf column")
+    raise CorruptFileError(f"position delete file {path}: column {column_name!r} is not a primitive string column")
 
 
 def _file_path_bounds(column_chunk: pq.ColumnChunkMetaData) -> tuple[bytes, bytes] | None:
@@ -182,7 +182,13 @@ def _load_row_group(
             f"position delete file {delete_file.path}, row group {row_group}: file_path has {file_paths.null_count} "
             f"and pos has {positions.null_count} nulls; both columns are required"
         )
-    grouped = _group_positions_by_path(file_paths, positions.to_numpy().astype(np.int64, copy=False))
+    position_values = positions.to_numpy().astype(np.int64, copy=False)
+    if position_values.size and position_values.min() < 0:
+        raise CorruptFileError(
+            f"position delete file {delete_file.path}, row group {row_group}: pos holds {int(position_values.min())}; "
+            "positions are >= 0"
+        )
+    grouped = _group_positions_by_path(file_paths, position_values)
     weight = sum(p.nbytes + len(k) + _ENTRY_OVERHEAD_BYTES for k, p in grouped.items()) + _ENTRY_OVERHEAD_BYTES
     return grouped, weight
 

@@ -378,3 +378,11 @@ def test_java_written_equality_deletes_leave_the_rows_java_returned(
     assert result.num_rows == query.row_count
     checksum, _ = table_checksum(result, query.result_columns)
     assert checksum == query.checksum
+
+
+def test_null_typed_data_column_matches_only_a_null_key() -> None:
+    with_null_key = EqualityDeleteSet((1, 2), [pa.array([1, 2], pa.int64()), pa.array([None, "a"])])
+
+    data = {1: pa.array([1, 2, 3], pa.int64()), 2: pa.nulls(3)}
+
+    assert _surviving(with_null_key, data) == [False, True, True]

@@ -196,3 +196,10 @@ def test_java_written_deletes_leave_the_rows_java_counted(
     expected_kind = "position_deletes" if table_name == "mor_v2_pos" else "deletion_vectors"
     assert expected_kind in kinds
     assert kinds <= {None, expected_kind}
+
+
+def test_negative_positions_are_corrupt(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_file = write_position_delete_file(tmp_path / "negative.parquet", [(DATA_A, -1), (DATA_A, 3)])
+
+    with pytest.raises(CorruptFileError, match=r"negative\.parquet, row group 0: pos holds -1"):
+        load_deleted_positions(data_file_slice(DATA_A, position_deletes=(delete_file,)), io=io, cache=cache)
