@@ -19,6 +19,7 @@ Each family is kept sorted by sequence number and searched with ``bisect``, as p
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass
@@ -38,6 +39,9 @@ DELETE_FILE_PATH_FIELD_ID = 2147483546
 PartitionKey = tuple[int, tuple[Any, ...]]
 
 Delete = TypeVar("Delete")
+
+# Stands for a NaN partition value, so files of a NaN partition (float identity partitions) share one key.
+_NAN = ("NaN",)
 
 
 @dataclass(frozen=True)
@@ -209,10 +213,15 @@ class DeleteFileIndex:
 
 
 def partition_key(content_file: DataFile) -> PartitionKey:
-    """The (spec id, partition tuple) a data or delete file belongs to."""
+    """The (spec id, partition tuple) a data or delete file belongs to; NaN partition values compare equal."""
     partition = content_file.partition
     values = tuple(partition[position] for position in range(len(partition))) if partition is not None else ()
-    return content_file.spec_id, values
+    return content_file.spec_id, tuple(_NAN if _is_nan(value) else value for value in values)
+
+
+def _is_nan(value: Any) -> bool:
+    """True for a float NaN partition value."""
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _data_sequence_number(entry: ManifestEntry) -> int:

@@ -263,3 +263,10 @@ def test_a_deletion_vector_without_its_v3_fields_is_corrupt_metadata():
     entry.data_file[17] = None  # referenced_data_file
     with pytest.raises(CorruptFileError, match=r"dv\.puffin lacks referenced_data_file"):
         _index(entry)
+
+
+def test_files_of_a_nan_partition_share_their_deletes():
+    nan = float("nan")
+    index = _index(_position_deletes(5, "pos-nan.parquet", partition=(nan,)))
+    assert partition_key(_data(1, partition=(nan,)).data_file) == partition_key(_data(2, partition=(nan,)).data_file)
+    assert [d.path for d in index.for_data_file(_data(1, partition=(nan,))).position_deletes] == ["pos-nan.parquet"]

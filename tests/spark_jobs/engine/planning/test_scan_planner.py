@@ -165,3 +165,12 @@ def test_table_without_snapshot_plans_nothing(sql_catalog):
     assert plan.tasks == []
     assert plan.metrics.tasks == 0
     assert plan.snapshot is None
+
+
+def test_case_insensitive_filters_bind_any_spelling(conformance_catalog):
+    table = conformance_catalog.load_table("corpus.v2_eq_deletes_part")
+    plan = plan_scan(table, table.current_snapshot(), row_filter="CATEGORY = 'b'", case_sensitive=False)
+    assert {s.partition_constants[2] for s in _slices(plan)} == {"b"}
+    assert plan.metrics.data_files_pruned == 2
+    with pytest.raises(InvalidFilterError, match="CATEGORY"):
+        plan_scan(table, table.current_snapshot(), row_filter="CATEGORY = 'b'")
