@@ -1,0 +1,192 @@
+"""Open a merge-on-read read on the driver: table, snapshot, read schema, plan, and the context executors need.
+
+1. Load the table through pyiceberg's configuration and resolve the snapshot (current, id, ref or as-of time).
+2. Choose the output columns (all, or the named ones in the given order) from the snapshot's read schema.
+3. Plan the scan (pruning, delete attachment, splitting and packing).
+4. Build the read schema: output fields, then fields only the filter needs, then fields only equality deletes
+   need; an equality field id of a dropped column is taken from the newest schema that still has it.
+5. Return a ``ReadSession``: tasks + a picklable ``ScanContext``; ``to_arrow`` runs it in-process.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.expressions import BooleanExpression
+from pyiceberg.expressions.visitors import extract_field_ids
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.types import NestedField
+
+from spark_jobs.engine.catalog import load_catalog, load_table
+from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
+from spark_jobs.engine.scan import DEFAULT_BATCH_SIZE, ScanContext, read_tasks_to_table
+from spark_jobs.engine.snapshots import resolve_read_target
+from spark_jobs.engine.tasks import ScanTask
+
+log = logging.getLogger(__name__)
+
+# Equality-delete columns that are not in the read schema get internal names, so they can never clash with a
+# column of the same name (a dropped column re-added under a new field id).
+EQUALITY_FIELD_PREFIX = "_equality_delete_field_"
+
+
+@dataclass
+class ReadSession:
+    """A planned read: the tasks, the context to run them, and what was chosen on the way."""
+
+    table_name: str
+    snapshot_id: int | None
+    plan: ScanPlan
+    context: ScanContext
+    planning_seconds: float
+    metrics: ScanMetrics = field(default_factory=ScanMetrics)
+
+    @property
+    def tasks(self) -> list[ScanTask]:
+        """The packed scan tasks."""
+        return self.plan.tasks
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        """The Arrow schema of the result."""
+        return self.context.output_schema
+
+    def to_arrow(self) -> pa.Table:
+        """Run every task in this process and return the result as one Arrow table."""
+        return read_tasks_to_table(self.tasks, self.context, self.metrics)
+
+
+def open_read_session(
+    catalog: str | Any,
+    table: str | Table,
+    *,
+    columns: list[str] | tuple[str, ...] | None = None,
+    row_filter: str | BooleanExpression | None = None,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: int | str | None = None,
+    case_sensitive: bool = True,
+    split_size: int | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> ReadSession:
+    """Plan a read of ``table`` (``ns.table``, or a loaded Table) through ``catalog`` (a name or a Catalog)."""
+    started = time.perf_counter()
+    if isinstance(table, Table):
+        iceberg_table = table
+    else:
+        catalog_object = load_catalog(catalog) if isinstance(catalog, str) else catalog
+        iceberg_table = load_table(catalog_object, table)
+    table_name = ".".join(iceberg_table.name())
+    target = resolve_read_target(iceberg_table, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    output_fields = select_output_fields(table_name, target.schema, columns)
+    metrics = ScanMetrics()
+    plan = plan_scan(
+        iceberg_table,
+        target.snapshot,
+        schema=target.schema,
+        row_filter=row_filter,
+        case_sensitive=case_sensitive,
+        split_size=split_size,
+        metrics=metrics,
+    )
+    read_schema = build_read_schema(iceberg_table, target.schema, output_fields, plan)
+    context = ScanContext(
+        read_schema_json=read_schema.model_dump_json(),
+        output_field_ids=tuple(f.field_id for f in output_fields),
+        row_filter=plan.row_filter,
+        case_sensitive=case_sensitive,
+        io_properties=dict(iceberg_table.io.properties),
+        table_location=iceberg_table.metadata.location,
+        batch_size=batch_size,
+    )
+    elapsed = time.perf_counter() - started
+    session = ReadSession(
+        table_name=table_name,
+        snapshot_id=target.snapshot.snapshot_id if target.snapshot else None,
+        plan=plan,
+        context=context,
+        planning_seconds=elapsed,
+        metrics=metrics,
+    )
+    log.info(
+        "planned %s at snapshot %s: %d tasks, %d data files (%d pruned), %d manifests (%d pruned) in %.2fs",
+        table_name,
+        session.snapshot_id,
+        len(plan.tasks),
+        metrics.data_files_total - metrics.data_files_pruned,
+        metrics.data_files_pruned,
+        metrics.manifests_total,
+        metrics.manifests_pruned,
+        elapsed,
+    )
+    return session
+
+
+def select_output_fields(table_name: str, schema: Schema, columns: list[str] | tuple[str, ...] | None) -> list:
+    """The top-level fields to return: all of them, or the named ones in the order given."""
+    if not columns:
+        return list(schema.fields)
+    by_name = {f.name: f for f in schema.fields}
+    unknown = [name for name in columns if name not in by_name]
+    if unknown:
+        raise UserInputError(
+            f"table {table_name} has no column {', '.join(map(repr, unknown))}; columns: {', '.join(by_name)}"
+        )
+    if len(set(columns)) != len(columns):
+        raise UserInputError(f"columns for table {table_name} name a column twice: {list(columns)}")
+    return [by_name[name] for name in columns]
+
+
+def build_read_schema(table: Table, schema: Schema, output_fields: list[NestedField], plan: ScanPlan) -> Schema:
+    """Output fields, then top-level fields the filter needs, then equality-delete fields (see module doc)."""
+    fields: list[NestedField] = list(output_fields)
+    chosen = {f.field_id for f in fields}
+
+    def top_level_field_of(field_id: int) -> NestedField | None:
+        for top in schema.fields:
+            if top.field_id == field_id or field_id in _nested_ids(top):
+                return top
+        return None
+
+    filter_ids = extract_field_ids(plan.bound_filter)
+    equality_ids = {
+        fid for task in plan.tasks for s in task.slices for d in s.equality_deletes for fid in d.equality_ids
+    }
+    for field_id in sorted(filter_ids) + sorted(equality_ids - filter_ids):
+        top = top_level_field_of(field_id)
+        if top is not None:
+            if top.field_id not in chosen:
+                fields.append(top)
+                chosen.add(top.field_id)
+            continue
+        if field_id in chosen:
+            continue
+        historical = _newest_historical_field(table, field_id)
+        fields.append(
+            NestedField(field_id, f"{EQUALITY_FIELD_PREFIX}{field_id}", historical.field_type, required=False)
+        )
+        chosen.add(field_id)
+    return Schema(*fields, schema_id=schema.schema_id)
+
+
+def _nested_ids(top: NestedField) -> set[int]:
+    return set(Schema(top).field_ids) - {top.field_id}
+
+
+def _newest_historical_field(table: Table, field_id: int) -> NestedField:
+    for old_schema in sorted(table.metadata.schemas, key=lambda s: s.schema_id, reverse=True):
+        try:
+            return old_schema.find_field(field_id)
+        except ValueError:
+            continue
+    raise UserInputError(
+        f"table {'.'.join(table.name())}: an equality delete file names field id {field_id}, "
+        "which no schema of the table has"
+    )

@@ -1,0 +1,83 @@
+"""Run a planned read on Spark as a DataFrame, with executor counters gathered back on the driver.
+
+Two routes share ``scan.read_task``:
+- ``dataframe_from_source``: the ``iceberg_mor`` Python data source (``spark_source``), for ``read.load``; Spark
+  filters on the result are pushed down when the session allows it.
+- ``dataframe_from_session``: a DataFrame over an already planned ``ReadSession``: one Spark partition per scan
+  task, read with ``mapInArrow``, counters summed by an accumulator. The read job uses it, so its final JSON line
+  carries what the executors pruned and read.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.accumulators import AccumulatorParam
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.read_session import ReadSession
+from spark_jobs.engine.scan import read_task
+from spark_jobs.engine.spark_source import spark_schema_of
+
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+class ScanMetricsParam(AccumulatorParam):
+    """Sums ScanMetrics counters across executor tasks (as plain dicts, cheap to ship)."""
+
+    def zero(self, value: dict[str, int]) -> dict[str, int]:
+        """An all-zero counter dict."""
+        return dict.fromkeys(value, 0)
+
+    def addInPlace(self, value1: dict[str, int], value2: dict[str, int]) -> dict[str, int]:  # noqa: N802
+        """Add ``value2``'s counters into ``value1``."""
+        for key, count in value2.items():
+            value1[key] = value1.get(key, 0) + count
+        return value1
+
+
+def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[DataFrame, Any]:
+    """A DataFrame reading ``session``'s tasks, and the accumulator its executors add their counters to."""
+    spark_schema = spark_schema_of(session.output_schema)
+    arrow_schema = to_arrow_schema(spark_schema)
+    accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
+    context = session.context
+    payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in session.tasks]
+    if not payloads:
+        return spark.createDataFrame([], spark_schema), accumulator
+    task_rows = spark.sparkContext.parallelize(payloads, numSlices=len(payloads)).toDF("task binary")
+
+    def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        metrics = ScanMetrics()
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                for out in read_task(pickle.loads(payload), context, metrics):
+                    yield out if out.schema.equals(arrow_schema) else _cast_batch(out, arrow_schema)
+        accumulator.add(metrics.as_dict())
+
+    return task_rows.mapInArrow(read_partition, spark_schema), accumulator
+
+
+def _cast_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """The batch in the exact Arrow types Spark expects (e.g. string where the engine produced large_string)."""
+    return pa.RecordBatch.from_arrays(
+        [col.cast(field.type) for col, field in zip(batch.columns, schema, strict=True)], schema=schema
+    )
+
+
+def dataframe_from_source(spark: SparkSession, options: dict[str, str]) -> DataFrame:
+    """A DataFrame over the ``iceberg_mor`` data source; pushdown follows the session's Python pushdown flag."""
+    from spark_jobs.engine.spark_source import SOURCE_NAME, register
+
+    register(spark)
+    pushdown = str(spark.conf.get(FILTER_PUSHDOWN_CONF, "false")).lower() == "true"
+    reader = spark.read.format(SOURCE_NAME)
+    for key, value in {**options, "filter_pushdown": str(pushdown).lower()}.items():
+        if value is not None:
+            reader = reader.option(key, str(value))
+    return reader.load()

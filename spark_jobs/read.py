@@ -1,0 +1,153 @@
+"""Merge-on-read read of an Iceberg table, as a spark-submit job and as a Python API.
+
+Command line (catalog properties come from pyiceberg's configuration, never from here)::
+
+    spark-submit spark_jobs/read.py --catalog NAME --table NS.TABLE
+        [--snapshot-id N | --ref NAME | --as-of TS] [--columns c1,c2] [--filter EXPR]
+        --output URI [--output-format parquet|csv] [--mode error|overwrite]
+
+On success the last line of stdout is one JSON object with the counters; on bad input the exit code is 2, stderr
+has a one-line reason, and nothing is written at ``--output``.
+
+Python API: ``load(spark, catalog, table, ...)`` returns a DataFrame over the ``iceberg_mor`` data source.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spark_jobs.job_support import (
+    JobArgumentParser,
+    UsageError,
+    emit_result,
+    engine_on_executors,
+    run_job,
+    spark_session,
+)
+
+OUTPUT_FORMATS = ("parquet", "csv")
+WRITE_MODES = ("error", "overwrite")
+log = logging.getLogger("spark_jobs.read")
+
+
+def load(
+    spark: Any,
+    catalog: str,
+    table: str,
+    *,
+    columns: list[str] | None = None,
+    row_filter: str | None = None,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: int | str | None = None,
+) -> Any:
+    """A DataFrame of ``table`` at the chosen snapshot with every delete applied (nothing is read until an action).
+
+    ``catalog`` is a catalog name resolved through pyiceberg's configuration; ``row_filter`` uses pyiceberg's
+    row-filter syntax; at most one of ``snapshot_id``, ``ref``, ``as_of`` (epoch ms or ISO-8601) may be given.
+    """
+    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.spark_scan import dataframe_from_source
+
+    # Plan once on the driver first: a bad table, snapshot, column or filter fails here with a clear message.
+    open_read_session(
+        catalog, table, columns=columns, row_filter=row_filter, snapshot_id=snapshot_id, ref=ref, as_of=as_of
+    )
+    engine_on_executors(spark)
+    options = {
+        "catalog": catalog,
+        "table": table,
+        "columns": ",".join(columns) if columns else None,
+        "filter": row_filter,
+        "snapshot_id": snapshot_id,
+        "ref": ref,
+        "as_of": as_of,
+    }
+    return dataframe_from_source(spark, options)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The job's argument parser (bad arguments raise UsageError, exit code 2)."""
+    parser = JobArgumentParser(prog="spark_jobs/read.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--catalog", required=True, help="catalog name in pyiceberg's configuration")
+    parser.add_argument("--table", required=True, help="table identifier NAMESPACE.TABLE")
+    snapshot = parser.add_mutually_exclusive_group()
+    snapshot.add_argument("--snapshot-id", type=int, help="read this snapshot")
+    snapshot.add_argument("--ref", help="read the head of this branch or tag")
+    snapshot.add_argument("--as-of", help="read the snapshot current at this time (epoch ms or ISO-8601)")
+    parser.add_argument("--columns", help="comma-separated columns to return, in this order (default: all)")
+    parser.add_argument("--filter", dest="row_filter", help='row filter in pyiceberg\'s syntax, e.g. "id > 5"')
+    parser.add_argument("--output", required=True, help="where to write the result (a directory URI)")
+    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet")
+    parser.add_argument(
+        "--mode", choices=WRITE_MODES, default="error", help="error: fail if --output exists; overwrite: replace it"
+    )
+    parser.add_argument("--split-size", type=int, help="target bytes per Spark task (default: the table's)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the read job; returns the result the last stdout line carries."""
+    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.spark_scan import dataframe_from_session
+
+    args = build_parser().parse_args(argv)
+    columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
+    phases: dict[str, float] = {}
+    started = time.perf_counter()
+    session = open_read_session(
+        args.catalog,
+        args.table,
+        columns=columns,
+        row_filter=args.row_filter,
+        snapshot_id=args.snapshot_id,
+        ref=args.ref,
+        as_of=args.as_of,
+        split_size=args.split_size,
+    )
+    phases["plan"] = time.perf_counter() - started
+    _check_output_free(args.output, args.mode)
+    spark = spark_session(f"iceberg-read {session.table_name}")
+    engine_on_executors(spark)
+    started = time.perf_counter()
+    frame, executor_counters = dataframe_from_session(spark, session)
+    writer = frame.write.mode("overwrite" if args.mode == "overwrite" else "errorifexists")
+    if args.output_format == "csv":
+        writer = writer.option("header", "true")
+    writer.format(args.output_format).save(args.output)
+    phases["read_and_write"] = time.perf_counter() - started
+    counters = session.metrics.as_dict()
+    for key, value in executor_counters.value.items():
+        counters[key] = counters.get(key, 0) + value
+    return {
+        "status": "ok",
+        "job": "read",
+        "table": session.table_name,
+        "snapshot_id": session.snapshot_id,
+        "output": args.output,
+        "output_format": args.output_format,
+        "counters": counters,
+        "rows_out": counters["rows_out"],
+        "seconds": {name: round(value, 3) for name, value in phases.items()},
+    }
+
+
+def _check_output_free(output: str, mode: str) -> None:
+    """With mode error, refuse an existing local output before any work (Spark re-checks for remote URIs)."""
+    if mode != "error":
+        return
+    local = output.removeprefix("file://") if output.startswith("file://") else output
+    if "://" not in local and Path(local).exists():
+        raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
+
+
+if __name__ == "__main__":
+    sys.exit(run_job("read", lambda: emit_result(main())))
