@@ -66,8 +66,15 @@ def load_deleted_positions(
     parts = [
         _positions_in_delete_file(data_file.path, delete_file, io, cache) for delete_file in data_file.position_deletes
     ]
-    positions = np.unique(np.concatenate(parts)) if parts else np.empty(0, dtype=np.int64)
-    return DeletedPositions(positions, "position_deletes")
+    return DeletedPositions(_sorted_unique(np.concatenate(parts)), "position_deletes")
+
+
+def _sorted_unique(positions: np.ndarray) -> np.ndarray:
+    """Positions sorted without duplicates; already strictly increasing input (the usual case) is returned as is."""
+    if positions.size < 2 or bool(np.all(positions[1:] > positions[:-1])):
+        return positions
+    ordered = np.sort(positions)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
 def _cached_deletion_vector(dv: DeletionVector, io: FileIO, cache: DeleteFileCache) -> np.ndarray:
@@ -173,8 +180,10 @@ def _load_row_group(
 ) -> tuple[dict[str, np.ndarray], int]:
     """Read one row group's file_path and pos columns and group the positions by data file path."""
     with io.new_input(delete_file.path).open(seekable=True) as stream:
-        parquet_file = pq.ParquetFile(stream, metadata=footer.metadata)
+        # file_path is dictionary-encoded in practice: read it as a dictionary and skip materializing the strings.
+        parquet_file = pq.ParquetFile(stream, metadata=footer.metadata, read_dictionary=[footer.file_path_column])
         table = parquet_file.read_row_group(row_group, columns=[footer.file_path_column, footer.pos_column])
+    table = table.unify_dictionaries()
     file_paths = table.column(footer.file_path_column)
     positions = table.column(footer.pos_column)
     if file_paths.null_count or positions.null_count:
@@ -194,10 +203,11 @@ def _load_row_group(
 
 
 def _group_positions_by_path(file_paths: pa.ChunkedArray, positions: np.ndarray) -> dict[str, np.ndarray]:
-    """Positions split by their file path: dictionary-encode the paths, stable-sort by code, cut at code changes."""
+    """Positions split by their file path: paths as dictionary codes, stable-sorted by code, cut at code changes."""
     if len(file_paths) == 0:
         return {}
-    encoded = pc.dictionary_encode(file_paths.combine_chunks())
+    paths = file_paths.combine_chunks()
+    encoded = paths if pa.types.is_dictionary(paths.type) else pc.dictionary_encode(paths)
     codes = encoded.indices.to_numpy()
     if np.any(codes[1:] < codes[:-1]):
         order = np.argsort(codes, kind="stable")
@@ -206,4 +216,8 @@ def _group_positions_by_path(file_paths: pa.ChunkedArray, positions: np.ndarray)
     positions.flags.writeable = False
     distinct_paths = encoded.dictionary.to_pylist()
     cuts = np.searchsorted(codes, np.arange(len(distinct_paths) + 1))
-    return {path: positions[cuts[code] : cuts[code + 1]] for code, path in enumerate(distinct_paths)}
+    return {
+        path: positions[cuts[code] : cuts[code + 1]]
+        for code, path in enumerate(distinct_paths)
+        if cuts[code + 1] > cuts[code]  # a Parquet dictionary may hold values no row of this row group uses
+    }
