@@ -65,7 +65,7 @@ def _leaf_result(predicate: ColumnPredicate, column: ArrowColumn) -> ArrowColumn
         is_nan = pc.is_nan(column)
         return is_nan if operation == "is_nan" else pc.invert(is_nan)
     if operation in ("in", "not_in"):
-        value_set = pa.array(predicate.literals, type=column.type)
+        value_set = pa.array(_set_members(predicate.literals, column.type), type=column.type)
         is_in = pc.is_in(column, value_set=value_set, skip_nulls=True)
         return is_in if operation == "in" else pc.and_(pc.is_valid(column), pc.invert(is_in))
     literal = pa.scalar(predicate.literals[0], type=column.type)
@@ -75,6 +75,13 @@ def _leaf_result(predicate: ColumnPredicate, column: ArrowColumn) -> ArrowColumn
         return pc.invert(pc.starts_with(column, pattern=literal.as_py()))
     comparison = _COMPARISONS[operation]
     return comparison(column, literal)
+
+
+def _set_members(literals: tuple, column_type: pa.DataType) -> list:
+    """IN literals as hashed set members; for floats both signed zeros, since ``-0.0 = 0.0`` holds as in ``=``."""
+    if pa.types.is_floating(column_type) and any(literal == 0 for literal in literals):
+        return [*literals, 0.0, -0.0]
+    return list(literals)
 
 
 _COMPARISONS: dict[str, Callable[[ArrowColumn, pa.Scalar], ArrowColumn]] = {

@@ -1,0 +1,367 @@
+"""``read_data_file`` end to end: exact filter results against an independent oracle, deletes, slices, constants."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyiceberg.expressions import (
+    AlwaysTrue,
+    And,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNaN,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    NotEqualTo,
+    NotIn,
+    NotNaN,
+    NotNull,
+    NotStartsWith,
+    Or,
+    StartsWith,
+)
+from pyiceberg.expressions.visitors import bind
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.schema import Schema
+from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
+from spark_jobs.engine.parquet.opener import read_data_file, row_group_start_offset
+from spark_jobs.engine.tasks import DataFileSlice
+
+
+def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:
+    return pa.field(name, arrow_type, metadata={b"PARQUET:field_id": str(field_id).encode()})
+
+
+FILE_SCHEMA = pa.schema(
+    [
+        _field("pos", pa.int64(), 4),
+        _field("i", pa.int32(), 1),
+        _field("f", pa.float64(), 2),
+        _field("s", pa.string(), 3),
+    ]
+)
+READ_SCHEMA = Schema(
+    NestedField(4, "pos", LongType(), required=False),
+    NestedField(1, "i", LongType(), required=False),
+    NestedField(2, "f", DoubleType(), required=False),
+    NestedField(3, "s", StringType(), required=False),
+)
+
+# ---- an independent oracle: filters as tuples, NOT pushed down by hand, evaluated on Python values ----
+
+_NEGATED = {
+    "eq": "ne", "ne": "eq", "lt": "ge", "ge": "lt", "le": "gt", "gt": "le", "in": "not_in", "not_in": "in",
+    "is_null": "not_null", "not_null": "is_null", "is_nan": "not_nan", "not_nan": "is_nan",
+    "starts_with": "not_starts_with", "not_starts_with": "starts_with",
+}  # fmt: skip
+
+
+def _push_not(node: tuple, negate: bool = False) -> tuple:
+    kind = node[0]
+    if kind == "not":
+        return _push_not(node[1], not negate)
+    if kind in ("and", "or"):
+        flipped = {"and": "or", "or": "and"}[kind] if negate else kind
+        return (flipped, _push_not(node[1], negate), _push_not(node[2], negate))
+    operation, column, literal = node[1], node[2], node[3]
+    return ("leaf", _NEGATED[operation] if negate else operation, column, literal)
+
+
+def _leaf_holds(operation: str, value, literal) -> bool:
+    is_nan = isinstance(value, float) and math.isnan(value)
+    if operation == "is_null":
+        return value is None
+    if operation == "not_null":
+        return value is not None
+    if operation == "is_nan":
+        return is_nan
+    if operation == "not_nan":
+        return not is_nan
+    if value is None:
+        return False
+    if operation == "in":
+        return value in literal and not is_nan
+    if operation == "not_in":
+        return is_nan or value not in literal
+    if operation == "starts_with":
+        return value.startswith(literal)
+    if operation == "not_starts_with":
+        return not value.startswith(literal)
+    if operation == "ne":
+        return is_nan or value != literal
+    if is_nan:
+        return False
+    return {
+        "eq": value == literal,
+        "lt": value < literal,
+        "le": value <= literal,
+        "gt": value > literal,
+        "ge": value >= literal,
+    }[operation]
+
+
+def _oracle(node: tuple, row: dict) -> bool:
+    if node[0] == "and":
+        return _oracle(node[1], row) and _oracle(node[2], row)
+    if node[0] == "or":
+        return _oracle(node[1], row) or _oracle(node[2], row)
+    return _leaf_holds(node[1], row[node[2]], node[3])
+
+
+_BUILDERS = {
+    "eq": EqualTo, "ne": NotEqualTo, "lt": LessThan, "le": LessThanOrEqual, "gt": GreaterThan,
+    "ge": GreaterThanOrEqual, "in": In, "not_in": NotIn, "starts_with": StartsWith,
+    "not_starts_with": NotStartsWith,
+}  # fmt: skip
+_UNARY = {"is_null": IsNull, "not_null": NotNull, "is_nan": IsNaN, "not_nan": NotNaN}
+
+
+def _expression(node: tuple):
+    if node[0] == "not":
+        return Not(_expression(node[1]))
+    if node[0] == "and":
+        return And(_expression(node[1]), _expression(node[2]))
+    if node[0] == "or":
+        return Or(_expression(node[1]), _expression(node[2]))
+    _, operation, column, literal = node
+    if operation in _UNARY:
+        return _UNARY[operation](column)
+    if operation in ("in", "not_in"):
+        return _BUILDERS[operation](column, sorted(literal))
+    return _BUILDERS[operation](column, literal)
+
+
+# ---- strategies ----
+
+INTS = st.integers(-4, 4)
+FLOATS = st.sampled_from([-1.0, 0.0, 0.5, 1.0, 2.5])
+STRINGS = st.sampled_from(["", "a", "ab", "abc", "b", "ba", "é", "éa"])
+COMPARISONS = ["eq", "ne", "lt", "le", "gt", "ge"]
+
+
+def _leaves(column: str, literals: st.SearchStrategy, extra: list[str]) -> st.SearchStrategy:
+    literal_sets = st.frozensets(literals, min_size=1, max_size=3)
+    return st.one_of(
+        st.tuples(st.just("leaf"), st.sampled_from(COMPARISONS), st.just(column), literals),
+        st.tuples(st.just("leaf"), st.sampled_from(["in", "not_in"]), st.just(column), literal_sets),
+        st.tuples(st.just("leaf"), st.sampled_from(["is_null", "not_null", *extra]), st.just(column), st.none()),
+    )
+
+
+LEAVES = st.one_of(
+    _leaves("i", INTS, []),
+    _leaves("f", FLOATS, ["is_nan", "not_nan"]),
+    _leaves("s", STRINGS, []),
+    st.tuples(st.just("leaf"), st.sampled_from(["starts_with", "not_starts_with"]), st.just("s"), STRINGS.filter(bool)),
+)
+FILTERS = st.recursive(
+    LEAVES,
+    lambda children: st.one_of(
+        st.tuples(st.just("and"), children, children),
+        st.tuples(st.just("or"), children, children),
+        st.tuples(st.just("not"), children),
+    ),
+    max_leaves=4,
+)
+ROWS = st.lists(
+    st.tuples(
+        st.one_of(st.none(), INTS),
+        st.one_of(st.none(), FLOATS, st.just(float("nan")), st.just(-0.0)),
+        st.one_of(st.none(), STRINGS),
+    ),
+    min_size=1,
+    max_size=120,
+)
+
+
+@dataclass(frozen=True)
+class DeleteIntValues:
+    """An equality delete set on column ``i`` (the shape the deletes package hands the reader)."""
+
+    deleted_values: frozenset[int]
+
+    @property
+    def field_ids(self) -> frozenset[int]:
+        return frozenset((1,))
+
+    @property
+    def kind(self) -> str:
+        return "equality_delete"
+
+    def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
+        deleted = pc.is_in(columns[1], value_set=pa.array(sorted(self.deleted_values), pa.int64()))
+        return ~np.asarray(deleted.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _write(path: Path, rows: list[tuple], row_group_size: int, rows_per_page: int, dictionary: bool) -> DataFileSlice:
+    columns = list(zip(*rows, strict=True))
+    table = pa.table(
+        [
+            pa.array(range(len(rows)), pa.int64()),
+            pa.array(columns[0], pa.int32()),
+            pa.array(columns[1], pa.float64()),
+            pa.array(columns[2], pa.string()),
+        ],
+        schema=FILE_SCHEMA,
+    )
+    pq.write_table(
+        table,
+        path,
+        row_group_size=row_group_size,
+        max_rows_per_page=rows_per_page,
+        write_page_index=True,
+        use_dictionary=dictionary,
+        bloom_filter_options={"i": {"ndv": 16}, "s": {"ndv": 16}},
+    )
+    size = path.stat().st_size
+    return DataFileSlice(f"file:{path}", size, len(rows), 0, length=size)
+
+
+def _read_all(data_file: DataFileSlice, expression, deleted, predicates=(), output=(4, 1, 2, 3), **kwargs):
+    metrics = ScanMetrics()
+    batches = list(
+        read_data_file(
+            data_file,
+            io=PyArrowFileIO(),
+            read_schema=READ_SCHEMA,
+            output_field_ids=list(output),
+            row_filter=bind(READ_SCHEMA, expression, case_sensitive=True) if expression is not None else None,
+            deleted_positions=deleted,
+            row_predicates=predicates,
+            metrics=metrics,
+            **kwargs,
+        )
+    )
+    return batches, metrics
+
+
+def _comparable(value):
+    return "NaN" if isinstance(value, float) and math.isnan(value) else value
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    rows=ROWS,
+    filter_tree=FILTERS,
+    data=st.data(),
+    layout=st.tuples(st.integers(3, 50), st.integers(1, 8), st.booleans()),  # row group size, rows per page, dictionary
+)
+def test_rows_match_the_oracle_exactly(tmp_path: Path, rows, filter_tree, data, layout) -> None:
+    FOOTER_CACHE.clear()
+    data_file = _write(tmp_path / "p.parquet", rows, *layout)
+    deleted = np.array(sorted(data.draw(st.sets(st.integers(0, len(rows) - 1)))), dtype=np.int64)
+    deleted_values = data.draw(st.frozensets(INTS, max_size=2))
+    predicates = (DeleteIntValues(deleted_values),) if deleted_values else ()
+
+    batches, metrics = _read_all(data_file, _expression(filter_tree), deleted, predicates, batch_size=17)
+
+    pushed = _push_not(filter_tree)
+    deleted_set = set(deleted.tolist())
+    expected = [
+        (position, i, _comparable(f), s)
+        for position, (i, f, s) in enumerate(rows)
+        if position not in deleted_set and i not in deleted_values and _oracle(pushed, {"i": i, "f": f, "s": s})
+    ]
+    actual = [(row["pos"], row["i"], _comparable(row["f"]), row["s"]) for batch in batches for row in batch.to_pylist()]
+    assert actual == expected
+    assert all(batch.num_rows <= 17 for batch in batches)
+    assert metrics.rows_out == len(expected)
+    assert metrics.rows_deleted_by_position_deletes <= len(deleted)
+
+
+def test_counts_without_a_filter_are_exact(tmp_path: Path) -> None:
+    rows = [(i % 5, float(i), str(i)) for i in range(100)]
+    data_file = _write(tmp_path / "c.parquet", rows, 30, 10, True)
+    deleted = np.array([0, 1, 2, 31, 99], dtype=np.int64)
+    batches, metrics = _read_all(data_file, None, deleted, (DeleteIntValues(frozenset({0})),))
+    positions = [position for batch in batches for position in batch.column(0).to_pylist()]
+    assert positions == [p for p in range(100) if p not in {0, 1, 2, 31, 99} and p % 5 != 0]
+    assert metrics.rows_deleted_by_position_deletes == 5
+    # Position 0 is both position- and equality-deleted: counted once, as a position delete.
+    assert metrics.rows_deleted_by_equality_deletes == 20 - 1
+    _, dv_metrics = _read_all(data_file, None, deleted, deleted_positions_kind="deletion_vectors")
+    assert dv_metrics.rows_deleted_by_deletion_vectors == 5
+    assert dv_metrics.rows_deleted_by_position_deletes == 0
+
+
+def test_fully_deleted_row_group_is_never_read(tmp_path: Path) -> None:
+    rows = [(1, 1.0, "x")] * 40
+    data_file = _write(tmp_path / "d.parquet", rows, 20, 5, False)
+    batches, metrics = _read_all(data_file, None, np.arange(20, dtype=np.int64))
+    assert sum(batch.num_rows for batch in batches) == 20
+    assert metrics.rows_read == 20
+    assert metrics.rows_deleted_by_position_deletes == 20
+
+
+def test_late_materialization_skips_output_columns_when_nothing_survives(tmp_path: Path) -> None:
+    # f spreads over [0, 1) in every page, so metadata cannot rule out f = 0.123456; no row holds it.
+    rows = [(i % 3, (i * 0.37) % 1.0, "long string value " * 5) for i in range(300)]
+    data_file = _write(tmp_path / "l.parquet", rows, 100, 10, False)
+    _, metrics_no_match = _read_all(data_file, EqualTo("i", 1) & EqualTo("f", 0.123456), None)
+    _, metrics_all = _read_all(data_file, NotNull("i"), None)
+    pruned = metrics_no_match.rows_pruned_by_late_materialization + metrics_no_match.rows_pruned_by_page_index
+    assert metrics_no_match.rows_pruned_by_late_materialization > 200
+    assert pruned == 300
+    assert metrics_no_match.rows_out == 0
+    assert metrics_no_match.bytes_read < metrics_all.bytes_read / 2  # the string column was never read
+
+
+def test_slices_partition_the_row_groups(tmp_path: Path) -> None:
+    rows = [(i % 7, float(i), f"v{i}") for i in range(200)]
+    whole = _write(tmp_path / "s.parquet", rows, 30, 10, True)
+    metadata = pq.read_metadata(whole.path.removeprefix("file:"))
+    starts = [row_group_start_offset(metadata.row_group(index)) for index in range(metadata.num_row_groups)]
+    boundaries = [0, starts[2], starts[5], whole.file_size_in_bytes]
+    positions = []
+    total_pruned_by_range = 0
+    for start, end in itertools.pairwise(boundaries):
+        part = DataFileSlice(whole.path, whole.file_size_in_bytes, 200, 0, start=start, length=end - start)
+        batches, metrics = _read_all(part, GreaterThan("i", 2), None)
+        positions += [position for batch in batches for position in batch.column(0).to_pylist()]
+        total_pruned_by_range += metrics.row_groups_pruned_by_range
+    assert positions == [p for p in range(200) if p % 7 > 2]
+    assert total_pruned_by_range == 2 * metadata.num_row_groups
+
+
+def test_identity_partition_constants_come_from_metadata(tmp_path: Path) -> None:
+    rows = [(9, float(i), "from-file") for i in range(10)]
+    base = _write(tmp_path / "k.parquet", rows, 5, 5, True)
+    data_file = DataFileSlice(base.path, base.file_size_in_bytes, 10, 0, partition_constants={3: "from-metadata", 1: 4})
+    batches, _ = _read_all(data_file, EqualTo("s", "from-metadata") & EqualTo("i", 4), None)
+    table = pa.Table.from_batches(batches)
+    assert table.column("s").to_pylist() == ["from-metadata"] * 10
+    assert table.column("i").to_pylist() == [4] * 10
+    assert table.schema.field("i").type == pa.int64()
+    _, nothing = _read_all(data_file, EqualTo("s", "from-file"), None)
+    assert nothing.rows_out == 0
+
+
+def test_plain_path_matches_a_plain_pyarrow_read(tmp_path: Path) -> None:
+    rows = [(i % 4, float(i), f"v{i}") for i in range(100)]
+    data_file = _write(tmp_path / "plain.parquet", rows, 33, 10, True)
+    batches, metrics = _read_all(data_file, AlwaysTrue(), None, output=(3, 4))
+    table = pa.Table.from_batches(batches)
+    plain = pq.read_table(data_file.path.removeprefix("file:"), columns=["s", "pos"])
+    assert table.column_names == ["s", "pos"]
+    assert table.column("s").to_pylist() == plain.column("s").to_pylist()
+    assert metrics.rows_read == 100 and metrics.rows_out == 100
+    assert metrics.footer_cache_hits == 0
+    _, again = _read_all(data_file, AlwaysTrue(), None, output=(3,))
+    assert again.footer_cache_hits == 1
