@@ -86,7 +86,10 @@ class EqualityDeleteSet:
     def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
         """True for rows whose equality columns match no delete key."""
         key_columns = [self._key_column(field_id, columns, num_rows) for field_id in self._fold_field_ids]
-        codes = _codes_or_missing(self._column_codes(0, key_columns[0]))
+        first_codes = self._column_codes(0, key_columns[0])
+        if not self._combined_values:
+            return np.asarray(pc.is_null(first_codes).to_numpy(zero_copy_only=False), dtype=bool)
+        codes = _codes_or_missing(first_codes)
         candidate_rows = np.flatnonzero(codes >= 0)
         codes = codes[candidate_rows].astype(np.int64)
         for position, combined_values in enumerate(self._combined_values, start=1):
