@@ -56,13 +56,13 @@ class EqualityDeleteSet:
         self._fold_field_ids = tuple(self.equality_ids[j] for j in fold_order)
         self._column_values: list[pa.Array] = [distinct_values[j] for j in fold_order]
         self._column_values_has_nan = [_has_nan(values) for values in self._column_values]
-        self._combined_values: list[np.ndarray] = []
+        self._combined_values: list[pa.Array] = []
         codes = _found_codes(pc.index_in(key_columns[fold_order[0]], value_set=self._column_values[0]))
         for position, j in enumerate(fold_order[1:], start=1):
             column_codes = _found_codes(pc.index_in(key_columns[j], value_set=self._column_values[position]))
             combined = codes * len(self._column_values[position]) + column_codes
             combined_values = np.unique(combined)
-            self._combined_values.append(combined_values)
+            self._combined_values.append(pa.array(combined_values))
             codes = np.searchsorted(combined_values, combined)
         self.key_count = len(self._combined_values[-1]) if self._combined_values else len(self._column_values[0])
         self._aligned_values: dict[tuple[int, pa.DataType], pa.Array] = {}
@@ -95,13 +95,14 @@ class EqualityDeleteSet:
         for position, combined_values in enumerate(self._combined_values, start=1):
             if candidate_rows.size == 0:
                 break
-            candidates = key_columns[position].take(pa.array(candidate_rows))
+            key_column = key_columns[position]
+            candidates = key_column if candidate_rows.size == num_rows else key_column.take(pa.array(candidate_rows))
             column_codes = _codes_or_missing(self._column_codes(position, candidates))
             combined = codes * len(self._column_values[position]) + column_codes
-            found_at = np.minimum(np.searchsorted(combined_values, combined), len(combined_values) - 1)
-            matches = (column_codes >= 0) & (combined_values[found_at] == combined)
+            combined_codes = _codes_or_missing(pc.index_in(pa.array(combined), value_set=combined_values))
+            matches = (column_codes >= 0) & (combined_codes >= 0)
             candidate_rows = candidate_rows[matches]
-            codes = found_at[matches]
+            codes = combined_codes[matches]
         keep = np.ones(num_rows, dtype=bool)
         keep[candidate_rows] = False
         return keep
