@@ -386,3 +386,20 @@ def test_null_typed_data_column_matches_only_a_null_key() -> None:
     data = {1: pa.array([1, 2, 3], pa.int64()), 2: pa.nulls(3)}
 
     assert _surviving(with_null_key, data) == [False, True, True]
+
+
+def test_empty_delete_file_deletes_nothing(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_set = _load_one(
+        tmp_path,
+        io,
+        cache,
+        {("id", 1): pa.array([], pa.int64()), ("category", 2): pa.array([], pa.string())},
+        {1: LongType(), 2: StringType()},
+    )
+
+    assert delete_set.key_count == 0
+    assert _surviving(delete_set, {1: pa.array([1, None], pa.int64()), 2: pa.array(["a", None])}) == [True, True]
+
+
+def test_data_file_without_equality_deletes_has_no_sets(io, cache: DeleteFileCache) -> None:
+    assert load_equality_deletes(data_file_slice(DATA), io=io, field_types={}, cache=cache) == []
