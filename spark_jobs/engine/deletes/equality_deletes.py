@@ -8,14 +8,15 @@ at the table's scale. Steps:
 2. Read each file's equality columns by Parquet field id (names may have changed by a rename; a dropped column's id
    still resolves in the file), cast them to the types the data columns are projected to (int->long,
    float->double, decimal precision), and keep them per file in the process-wide cache.
-3. Build the set's key index once: per key column, the distinct values (``values``); then fold the columns
-   left to right into one dense code per distinct key prefix: the code of a prefix of j+1 columns is the position,
-   in the distinct combined values, of ``code(prefix of j) * len(values[j]) + index of value j``. Codes stay below
-   the number of distinct delete keys times one column's distinct values, so they never overflow int64, and the
-   index is exact (no hashing collisions: Arrow's hash lookups compare values, floats by bits after NaNs are
-   made canonical).
-4. ``keep_mask`` runs the same fold on a batch: ``index_in`` of each column against ``values[j]`` (NULL matches a
-   NULL value), then ``index_in`` of the combined codes; a row is deleted iff its final code is found.
+3. Build the set's key index once: per key column, the distinct values (``values``); then fold the columns, the
+   one with the most distinct values first, into one dense code per distinct key prefix: the code of a prefix of
+   j+1 columns is the position, in the distinct combined values, of ``code(prefix of j) * len(values[j]) + index
+   of value j``. Codes stay below the number of distinct delete keys times one column's distinct values, so they
+   never overflow int64, and the index is exact (Arrow's hash lookups compare values, floats by their bits once
+   NaNs are made canonical).
+4. ``keep_mask`` runs the same fold on a batch: ``index_in`` of the first column against ``values[0]`` (NULL
+   matches a NULL value) gives the candidate rows; each further column is looked up for the remaining candidates
+   only, then their combined codes; a row is deleted iff it is still a candidate after the last column.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ class EqualityDeleteSet:
                 aligned = _canonical_nans(values.cast(column_type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
                 raise EngineError(
-                    f"equality delete values of field id {self.equality_ids[position]} ({values.type}) do not cast "
+                    f"equality delete values of field id {self._fold_field_ids[position]} ({values.type}) do not cast "
                     f"to the data column's type {column_type}: {error}"
                 ) from error
             self._aligned_values[key] = aligned

@@ -403,3 +403,13 @@ def test_empty_delete_file_deletes_nothing(tmp_path: Path, io, cache: DeleteFile
 
 def test_data_file_without_equality_deletes_has_no_sets(io, cache: DeleteFileCache) -> None:
     assert load_equality_deletes(data_file_slice(DATA), io=io, field_types={}, cache=cache) == []
+
+
+def test_values_that_do_not_fit_the_data_column_type_name_their_field_id() -> None:
+    # Field 2 has more distinct values, so it is looked up first; field 1's values overflow the int8 data column.
+    delete_set = EqualityDeleteSet((1, 2), [pa.array([1000, 1000, 1000], pa.int64()), pa.array(["a", "b", "c"])])
+
+    data = {1: pa.array([1], pa.int8()), 2: pa.array(["a"])}
+
+    with pytest.raises(EngineError, match=r"field id 1 \(int64\) do not cast to the data column's type int8"):
+        delete_set.keep_mask(data, 1)
