@@ -11,7 +11,8 @@ The rules (spec: "Scan Planning"; data seq and delete seq are the entries' data 
    whose path lies outside them.
 3. An equality delete file applies iff data seq < delete seq (strictly) and it has the data file's partition, or
    its spec is unpartitioned (a global delete, applying in every partition of every spec). Its equality ids are
-   kept as written, dropped columns included.
+   kept as written, dropped columns included. Given the table schema, a delete file whose column statistics prove
+   it deletes no row of the data file is left out too (``equality_delete_bounds``, as Iceberg Java does).
 
 Each family is kept sorted by sequence number and searched with ``bisect``, as pyiceberg's and Iceberg Java's
 ``DeleteFileIndex`` do.
@@ -27,8 +28,11 @@ from typing import Any, Generic, TypeVar
 
 from pyiceberg.manifest import INITIAL_SEQUENCE_NUMBER, DataFile, DataFileContent, FileFormat, ManifestEntry
 from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField
 
 from spark_jobs.engine.errors import CorruptFileError
+from spark_jobs.engine.planning.equality_delete_bounds import can_contain_equality_deletes, equality_fields
 from spark_jobs.engine.planning.manifest_entries import content_offset, content_size_in_bytes, referenced_data_file
 from spark_jobs.engine.tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
 
@@ -68,6 +72,15 @@ class _PathBoundedPositionDeletes:
         return self.upper_path is None or data_file_path <= self.upper_path
 
 
+@dataclass(frozen=True)
+class _EqualityDeletes:
+    """An equality delete file with its manifest entry's statistics and the equality fields they can prove on."""
+
+    delete_file: EqualityDeleteFile
+    statistics: DataFile
+    fields: list[NestedField]
+
+
 class _BySequenceNumber(Generic[Delete]):
     """Deletes of one family, sorted by data sequence number once all are added, for bisect lookups."""
 
@@ -105,8 +118,9 @@ class _BySequenceNumber(Generic[Delete]):
 class DeleteFileIndex:
     """Indexes a snapshot's live delete files so ``for_data_file`` returns exactly those that apply."""
 
-    def __init__(self, specs: dict[int, PartitionSpec]) -> None:
+    def __init__(self, specs: dict[int, PartitionSpec], schema: Schema | None = None) -> None:
         self._specs = specs
+        self._schema = schema
         self._deletion_vectors_by_path: dict[str, list[tuple[PartitionKey, DeletionVector]]] = defaultdict(list)
         self._position_deletes_by_path: dict[str, _BySequenceNumber[tuple[PartitionKey, PositionDeleteFile]]] = (
             defaultdict(_BySequenceNumber)
@@ -114,10 +128,10 @@ class DeleteFileIndex:
         self._position_deletes_by_partition: dict[PartitionKey, _BySequenceNumber[_PathBoundedPositionDeletes]] = (
             defaultdict(_BySequenceNumber)
         )
-        self._equality_deletes_by_partition: dict[PartitionKey, _BySequenceNumber[EqualityDeleteFile]] = defaultdict(
+        self._equality_deletes_by_partition: dict[PartitionKey, _BySequenceNumber[_EqualityDeletes]] = defaultdict(
             _BySequenceNumber
         )
-        self._global_equality_deletes: _BySequenceNumber[EqualityDeleteFile] = _BySequenceNumber()
+        self._global_equality_deletes: _BySequenceNumber[_EqualityDeletes] = _BySequenceNumber()
 
     def add(self, entry: ManifestEntry) -> None:
         """Index one live delete-file entry (position deletes, deletion vector or equality deletes)."""
@@ -125,7 +139,8 @@ class DeleteFileIndex:
         sequence_number = _data_sequence_number(entry)
         partition = partition_key(delete_file)
         if delete_file.content == DataFileContent.EQUALITY_DELETES:
-            equality_delete = _equality_delete_file(delete_file, sequence_number)
+            fields = equality_fields(self._schema, delete_file.equality_ids or ()) if self._schema else []
+            equality_delete = _EqualityDeletes(_equality_delete_file(delete_file, sequence_number), delete_file, fields)
             if self._is_unpartitioned(delete_file):
                 self._global_equality_deletes.add(sequence_number, equality_delete)
             else:
@@ -155,7 +170,7 @@ class DeleteFileIndex:
         path = data_file.file_path
         sequence_number = _data_sequence_number(entry)
         partition = partition_key(data_file)
-        equality_deletes = self._equality_deletes_for(partition, sequence_number)
+        equality_deletes = self._equality_deletes_for(data_file, partition, sequence_number)
         deletion_vector = self._deletion_vector_for(path, partition, sequence_number)
         if deletion_vector is not None:
             return AppliedDeletes(deletion_vector=deletion_vector, equality_deletes=equality_deletes)
@@ -198,12 +213,19 @@ class DeleteFileIndex:
             )
         return tuple(sorted(found, key=lambda delete_file: (delete_file.data_sequence_number, delete_file.path)))
 
-    def _equality_deletes_for(self, partition: PartitionKey, sequence_number: int) -> tuple[EqualityDeleteFile, ...]:
-        """Equality delete files newer than the data file: its partition's and the global ones."""
-        found = self._global_equality_deletes.after(sequence_number)
+    def _equality_deletes_for(
+        self, data_file: DataFile, partition: PartitionKey, sequence_number: int
+    ) -> tuple[EqualityDeleteFile, ...]:
+        """Equality delete files newer than the data file, its partition's and the global ones, that may match."""
+        candidates = self._global_equality_deletes.after(sequence_number)
         partition_deletes = self._equality_deletes_by_partition.get(partition)
         if partition_deletes is not None:
-            found = found + partition_deletes.after(sequence_number)
+            candidates = candidates + partition_deletes.after(sequence_number)
+        found = [
+            candidate.delete_file
+            for candidate in candidates
+            if can_contain_equality_deletes(data_file, candidate.statistics, candidate.fields)
+        ]
         return tuple(sorted(found, key=lambda delete_file: (delete_file.data_sequence_number, delete_file.path)))
 
     def _is_unpartitioned(self, delete_file: DataFile) -> bool:

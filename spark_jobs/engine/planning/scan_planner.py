@@ -135,7 +135,7 @@ def _data_file_slices(
     specs = table.specs()
     pruner = ManifestPruner(specs, schema, row_filter, case_sensitive)
     entries = pruner.select_entries(snapshot.manifests(table.io), table.io, metrics)
-    delete_index = DeleteFileIndex(specs)
+    delete_index = DeleteFileIndex(specs, table.schema())
     for delete_entry in entries.delete_entries:
         delete_index.add(delete_entry)
     slices = [_whole_file_slice(entry, specs[entry.data_file.spec_id], delete_index) for entry in entries.data_entries]
