@@ -26,7 +26,7 @@ from pyiceberg.io import FileIO
 from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
 from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
 from spark_jobs.engine.deletes.parquet_field_ids import field_id_paths
-from spark_jobs.engine.errors import CorruptFileError
+from spark_jobs.engine.errors import CorruptFileError, EngineError
 from spark_jobs.engine.tasks import DataFileSlice, DeletionVector, PositionDeleteFile
 
 FILE_PATH_FIELD_ID = 2147483546
@@ -40,7 +40,10 @@ DeletedPositionsKind = Literal["deletion_vectors", "position_deletes"]
 
 @dataclass(frozen=True)
 class DeletedPositions:
-    """Sorted unique int64 positions of a data file's deleted rows, and where they came from (None: no deletes)."""
+    """Sorted unique int64 positions of a data file's deleted rows, and where they came from (None: no deletes).
+
+    ``positions`` is read-only: it may be shared with the process-wide cache.
+    """
 
     positions: np.ndarray
     kind: DeletedPositionsKind | None
@@ -51,7 +54,13 @@ class DeletedPositions:
         return int(self.positions.size)
 
 
-NO_DELETED_POSITIONS = DeletedPositions(np.empty(0, dtype=np.int64), None)
+def _read_only(positions: np.ndarray) -> np.ndarray:
+    """The array marked read-only, so no caller can change what the cache holds."""
+    positions.flags.writeable = False
+    return positions
+
+
+NO_DELETED_POSITIONS = DeletedPositions(_read_only(np.empty(0, dtype=np.int64)), None)
 
 
 def load_deleted_positions(
@@ -59,14 +68,19 @@ def load_deleted_positions(
 ) -> DeletedPositions:
     """The positions of ``data_file.path`` deleted by its deletion vector, or else by its position delete files."""
     cache = cache if cache is not None else delete_file_cache()
-    if data_file.deletion_vector is not None:
-        return DeletedPositions(_cached_deletion_vector(data_file.deletion_vector, io, cache), "deletion_vectors")
+    dv = data_file.deletion_vector
+    if dv is not None:
+        if dv.referenced_data_file != data_file.path:
+            raise EngineError(
+                f"deletion vector in {dv.path} references {dv.referenced_data_file}, not the data file {data_file.path}"
+            )
+        return DeletedPositions(_cached_deletion_vector(dv, io, cache), "deletion_vectors")
     if not data_file.position_deletes:
         return NO_DELETED_POSITIONS
     parts = [
         _positions_in_delete_file(data_file.path, delete_file, io, cache) for delete_file in data_file.position_deletes
     ]
-    return DeletedPositions(_sorted_unique(np.concatenate(parts)), "position_deletes")
+    return DeletedPositions(_read_only(_sorted_unique(np.concatenate(parts))), "position_deletes")
 
 
 def _sorted_unique(positions: np.ndarray) -> np.ndarray:
@@ -81,8 +95,7 @@ def _cached_deletion_vector(dv: DeletionVector, io: FileIO, cache: DeleteFileCac
     """A deletion vector's positions, read once per process (a split data file asks once per split)."""
 
     def load() -> tuple[np.ndarray, int]:
-        positions = read_deletion_vector(dv, io=io)
-        positions.flags.writeable = False
+        positions = _read_only(read_deletion_vector(dv, io=io))
         return positions, positions.nbytes + _ENTRY_OVERHEAD_BYTES
 
     return cache.get_or_load(("deletion_vector", dv.path, dv.content_offset, dv.content_size_in_bytes), load)
@@ -213,7 +226,7 @@ def _group_positions_by_path(file_paths: pa.ChunkedArray, positions: np.ndarray)
         order = np.argsort(codes, kind="stable")
         codes = codes[order]
         positions = positions[order]
-    positions.flags.writeable = False
+    _read_only(positions)
     distinct_paths = encoded.dictionary.to_pylist()
     cuts = np.searchsorted(codes, np.arange(len(distinct_paths) + 1))
     return {

@@ -12,7 +12,7 @@ import pytest
 
 from spark_jobs.engine.deletes.cache import DeleteFileCache
 from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
-from spark_jobs.engine.errors import CorruptFileError
+from spark_jobs.engine.errors import CorruptFileError, EngineError
 from spark_jobs.engine.tasks import DataFileSlice
 from tests.spark_jobs.engine.deletes.delete_file_writers import (
     RecordingFileIO,
@@ -203,3 +203,24 @@ def test_negative_positions_are_corrupt(tmp_path: Path, io, cache: DeleteFileCac
 
     with pytest.raises(CorruptFileError, match=r"negative\.parquet, row group 0: pos holds -1"):
         load_deleted_positions(data_file_slice(DATA_A, position_deletes=(delete_file,)), io=io, cache=cache)
+
+
+def test_returned_positions_are_read_only(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    delete_file = write_position_delete_file(tmp_path / "pos.parquet", [(DATA_A, 1), (DATA_A, 2)])
+    (dv,) = write_puffin_file(tmp_path / "dv.puffin", [(DATA_A, [7])])
+
+    for data_file in (
+        data_file_slice(DATA_A, position_deletes=(delete_file,)),
+        data_file_slice(DATA_A, deletion_vector=dv),
+        data_file_slice(DATA_A),
+    ):
+        positions = load_deleted_positions(data_file, io=io, cache=cache).positions
+        with pytest.raises(ValueError, match="read-only"):
+            positions[:1] = 0
+
+
+def test_deletion_vector_of_another_data_file_is_refused(tmp_path: Path, io, cache: DeleteFileCache) -> None:
+    (dv,) = write_puffin_file(tmp_path / "dv.puffin", [(DATA_B, [7])])
+
+    with pytest.raises(EngineError, match=r"references .*part-b\.parquet, not the data file .*part-a\.parquet"):
+        load_deleted_positions(data_file_slice(DATA_A, deletion_vector=dv), io=io, cache=cache)
