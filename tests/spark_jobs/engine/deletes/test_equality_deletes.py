@@ -324,14 +324,24 @@ def _columns(rows: list[tuple[int | None, int | None, str | None]]) -> list[pa.A
     delete_rows=st.lists(_row, min_size=1, max_size=25),
     data_rows=st.lists(_row, min_size=0, max_size=60),
     key_columns=st.sampled_from([(0,), (1,), (2,), (0, 1), (1, 2), (2, 0), (0, 1, 2)]),
+    dictionary_strings=st.booleans(),
+    split_at=st.integers(0, 60),
 )
 def test_keep_mask_matches_a_python_oracle(
-    delete_rows: list[tuple[Any, ...]], data_rows: list[tuple[Any, ...]], key_columns: tuple[int, ...]
+    delete_rows: list[tuple[Any, ...]],
+    data_rows: list[tuple[Any, ...]],
+    key_columns: tuple[int, ...],
+    dictionary_strings: bool,
+    split_at: int,
 ) -> None:
     field_ids = tuple(100 + column for column in key_columns)
     delete_columns = _columns(delete_rows)
     delete_set = EqualityDeleteSet(field_ids, [delete_columns[column] for column in key_columns])
     data_columns = _columns(data_rows)
+    if dictionary_strings:
+        data_columns[2] = data_columns[2].dictionary_encode()
+    split_at = min(split_at, len(data_rows))
+    data_columns = [pa.chunked_array([column[:split_at], column[split_at:]]) for column in data_columns]
 
     mask = delete_set.keep_mask({100 + c: data_columns[c] for c in key_columns}, len(data_rows))
 
