@@ -288,7 +288,7 @@ def read_equality_delete_keys(
 ) -> pa.Table:
     """The equality columns of a delete file, found by field id and cast to ``arrow_types``; columns named by id."""
     with io.new_input(delete_file.path).open(seekable=True) as stream:
-        parquet_file = pq.ParquetFile(stream)
+        parquet_file = pq.ParquetFile(stream, pre_buffer=True)
         paths = field_id_paths(parquet_file.schema_arrow)
         missing = [field_id for field_id in equality_ids if field_id not in paths]
         if missing:

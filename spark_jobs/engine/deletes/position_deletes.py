@@ -193,8 +193,11 @@ def _load_row_group(
 ) -> tuple[dict[str, np.ndarray], int]:
     """Read one row group's file_path and pos columns and group the positions by data file path."""
     with io.new_input(delete_file.path).open(seekable=True) as stream:
-        # file_path is dictionary-encoded in practice: read it as a dictionary and skip materializing the strings.
-        parquet_file = pq.ParquetFile(stream, metadata=footer.metadata, read_dictionary=[footer.file_path_column])
+        # file_path is dictionary-encoded in practice: read it as a dictionary and skip materializing the strings;
+        # pre-buffering fetches both column chunks in one coalesced read on object stores.
+        parquet_file = pq.ParquetFile(
+            stream, metadata=footer.metadata, read_dictionary=[footer.file_path_column], pre_buffer=True
+        )
         table = parquet_file.read_row_group(row_group, columns=[footer.file_path_column, footer.pos_column])
     table = table.unify_dictionaries()
     file_paths = table.column(footer.file_path_column)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -224,3 +225,30 @@ def test_deletion_vector_of_another_data_file_is_refused(tmp_path: Path, io, cac
 
     with pytest.raises(EngineError, match=r"references .*part-b\.parquet, not the data file .*part-a\.parquet"):
         load_deleted_positions(data_file_slice(DATA_A, deletion_vector=dv), io=io, cache=cache)
+
+
+def test_concurrent_data_files_share_one_read_of_each_row_group(
+    tmp_path: Path, recording_io: RecordingFileIO, cache: DeleteFileCache
+) -> None:
+    paths = [f"file:/warehouse/db/t/data/part-{i:03d}.parquet" for i in range(8)]
+    delete_file = write_position_delete_file(
+        tmp_path / "pos.parquet", [(path, position) for path in paths for position in range(50)], row_group_size=100
+    )
+    results: dict[str, list[int]] = {}
+    start = threading.Barrier(len(paths))
+
+    def load(path: str) -> None:
+        start.wait()
+        results[path] = load_deleted_positions(
+            data_file_slice(path, position_deletes=(delete_file,)), io=recording_io, cache=cache
+        ).positions.tolist()
+
+    threads = [threading.Thread(target=load, args=(path,)) for path in paths]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert results == {path: list(range(50)) for path in paths}
+    # One footer read and one read per row group (4 of them), however many threads asked.
+    assert len(recording_io.log.opened) == 1 + 4
