@@ -57,6 +57,9 @@ class AppliedDeletes:
     equality_deletes: tuple[EqualityDeleteFile, ...] = ()
 
 
+_NO_DELETES = AppliedDeletes()
+
+
 @dataclass(frozen=True)
 class _PathBoundedPositionDeletes:
     """A position delete file with the range of data file paths its rows name (UTF-8 bytes; None: unknown)."""
@@ -121,6 +124,7 @@ class DeleteFileIndex:
     def __init__(self, specs: dict[int, PartitionSpec], schema: Schema | None = None) -> None:
         self._specs = specs
         self._schema = schema
+        self._holds_deletes = False
         self._deletion_vectors_by_path: dict[str, list[tuple[PartitionKey, DeletionVector]]] = defaultdict(list)
         self._position_deletes_by_path: dict[str, _BySequenceNumber[tuple[PartitionKey, PositionDeleteFile]]] = (
             defaultdict(_BySequenceNumber)
@@ -138,6 +142,7 @@ class DeleteFileIndex:
         delete_file = entry.data_file
         sequence_number = _data_sequence_number(entry)
         partition = partition_key(delete_file)
+        self._holds_deletes = True
         if delete_file.content == DataFileContent.EQUALITY_DELETES:
             fields = equality_fields(self._schema, delete_file.equality_ids or ()) if self._schema else []
             equality_delete = _EqualityDeletes(_equality_delete_file(delete_file, sequence_number), delete_file, fields)
@@ -166,6 +171,8 @@ class DeleteFileIndex:
 
     def for_data_file(self, entry: ManifestEntry) -> AppliedDeletes:
         """The deletes that apply to the data file of ``entry``, by the rules in the module docstring."""
+        if not self._holds_deletes:
+            return _NO_DELETES
         data_file = entry.data_file
         path = data_file.file_path
         sequence_number = _data_sequence_number(entry)

@@ -88,6 +88,8 @@ class ManifestPruner:
 
     def metrics_may_match(self, data_file: DataFile) -> bool:
         """False when the file's column metrics prove none of its rows can match (or it has no rows)."""
+        if not self._filters_rows:
+            return data_file.record_count > 0
         return self._metrics_evaluator(data_file)
 
     def select_entries(self, manifests: Sequence[ManifestFile], io: FileIO, metrics: ScanMetrics) -> PrunedEntries:

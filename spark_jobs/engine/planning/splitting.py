@@ -74,8 +74,8 @@ def split_data_file(data_file: DataFileSlice, split_size: int) -> list[DataFileS
     """Slices of a whole data file on row-group boundaries, each up to ``split_size`` bytes of row groups."""
     file_size = data_file.file_size_in_bytes
     offsets = usable_split_offsets(data_file.split_offsets, file_size)
-    if offsets is None:
-        return [replace(data_file, start=0, length=file_size)]
+    if offsets is None or len(offsets) == 1:
+        return [data_file if data_file.is_whole_file else replace(data_file, start=0, length=file_size)]
     row_group_ends = [*offsets[1:], file_size]
     slice_starts = [0]
     slice_bytes = row_group_ends[0] - offsets[0]
