@@ -99,8 +99,11 @@ def bind_row_filter(
         try:
             unbound = parse(row_filter)
         except ParseException as error:
+            rest = row_filter[error.loc :].strip()
+            where = f"near {rest[:40]!r}" if rest else "at its end"
             raise InvalidFilterError(
-                f"row filter {row_filter!r} for table {table_name} does not parse at column {error.col}: {error.msg}"
+                f"row filter {row_filter!r} for table {table_name} does not parse at column {error.col}, {where}; "
+                "expected pyiceberg's row-filter syntax, e.g. \"category = 'a' AND id < 100\""
             ) from None
     else:
         unbound = row_filter

@@ -106,8 +106,14 @@ def test_time_travel_binds_the_filter_to_the_snapshot_schema(conformance_catalog
 
 def test_filter_errors_name_the_table_and_the_problem(conformance_catalog):
     table = conformance_catalog.load_table("corpus.v1_cow")
-    with pytest.raises(InvalidFilterError, match=r"'id >>= 3' for table corpus\.v1_cow does not parse at column"):
+    with pytest.raises(
+        InvalidFilterError, match=r"'id >>= 3' for table corpus\.v1_cow does not parse at column 1, near"
+    ):
         plan_scan(table, table.current_snapshot(), row_filter="id >>= 3")
+    with pytest.raises(InvalidFilterError, match=r"does not parse at column 11, at its end"):
+        plan_scan(table, table.current_snapshot(), row_filter="id > 3 AND")
+    with pytest.raises(InvalidFilterError, match=r"Could not convert abc into a long"):
+        plan_scan(table, table.current_snapshot(), row_filter="id = 'abc'")
     with pytest.raises(InvalidFilterError) as error:
         plan_scan(table, table.current_snapshot(), row_filter="colour = 'red'")
     assert "corpus.v1_cow" in str(error.value)
