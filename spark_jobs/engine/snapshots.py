@@ -34,7 +34,7 @@ class ReadTarget:
 
 
 def resolve_read_target(
-    table: Table, *, snapshot_id: int | None = None, ref: str | None = None, as_of: int | str | None = None
+    table: Table, *, snapshot_id: int | str | None = None, ref: str | None = None, as_of: int | str | None = None
 ) -> ReadTarget:
     """Resolve the snapshot selector and pair it with the schema Iceberg Java reads it with."""
     snapshot = resolve_snapshot(table, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
@@ -44,7 +44,7 @@ def resolve_read_target(
 
 
 def resolve_snapshot(
-    table: Table, *, snapshot_id: int | None = None, ref: str | None = None, as_of: int | str | None = None
+    table: Table, *, snapshot_id: int | str | None = None, ref: str | None = None, as_of: int | str | None = None
 ) -> Snapshot | None:
     """The snapshot selected by at most one of id, ref or as-of time; the current one (or None) without a selector."""
     selectors = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
@@ -52,7 +52,7 @@ def resolve_snapshot(
     if len(given) > 1:
         raise UserInputError(f"choose at most one of snapshot_id, ref, as_of for {_table_name(table)}; got {given}")
     if snapshot_id is not None:
-        return _snapshot_by_id(table, int(snapshot_id))
+        return _snapshot_by_id(table, _as_snapshot_id(table, snapshot_id))
     if ref is not None:
         return _snapshot_by_ref(table, ref)
     if as_of is not None:
@@ -99,6 +99,16 @@ def parse_as_of(as_of: int | str) -> int:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+def _as_snapshot_id(table: Table, snapshot_id: int | str) -> int:
+    """A snapshot id given as an int or a string of digits (as job arguments arrive)."""
+    if isinstance(snapshot_id, int) and not isinstance(snapshot_id, bool):
+        return snapshot_id
+    text = str(snapshot_id).strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    raise UserInputError(f"snapshot id {snapshot_id!r} for {_table_name(table)} is not an integer")
 
 
 def _snapshot_by_id(table: Table, snapshot_id: int) -> Snapshot:

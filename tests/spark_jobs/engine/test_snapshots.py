@@ -90,6 +90,13 @@ def test_unknown_snapshot_id_names_the_table_and_some_ids(conformance_catalog):
     assert str(current_id) in message
 
 
+def test_snapshot_ids_arrive_as_ints_or_digit_strings(conformance_catalog):
+    table = conformance_catalog.load_table("corpus.small_files")
+    assert resolve_snapshot(table, snapshot_id="19519460924124").snapshot_id == 19519460924124
+    with pytest.raises(UserInputError, match=r"snapshot id 'latest' for table corpus\.small_files is not an integer"):
+        resolve_snapshot(table, snapshot_id="latest")
+
+
 def test_unknown_ref_lists_the_refs(conformance_catalog):
     table = conformance_catalog.load_table("corpus.v1_cow")
     with pytest.raises(
