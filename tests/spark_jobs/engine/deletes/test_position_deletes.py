@@ -252,3 +252,17 @@ def test_concurrent_data_files_share_one_read_of_each_row_group(
     assert results == {path: list(range(50)) for path in paths}
     # One footer read and one read per row group (4 of them), however many threads asked.
     assert len(recording_io.log.opened) == 1 + 4
+
+
+def test_file_without_any_field_ids_is_read_by_the_spec_column_names(
+    tmp_path: Path, io, cache: DeleteFileCache
+) -> None:
+    pq.write_table(
+        pa.table({"file_path": [DATA_A, DATA_A], "pos": pa.array([6, 2], pa.int64())}), tmp_path / "n.parquet"
+    )
+    delete_file = write_position_delete_file(tmp_path / "unused.parquet", [])
+    delete_file = type(delete_file)(str(tmp_path / "n.parquet"), 1, 2, 2)
+
+    deleted = load_deleted_positions(data_file_slice(DATA_A, position_deletes=(delete_file,)), io=io, cache=cache)
+
+    assert deleted.positions.tolist() == [2, 6]
