@@ -23,7 +23,9 @@ this count does not depend on the filter, except through pruning).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -49,11 +51,13 @@ from spark_jobs.engine.parquet.predicates import (
 from spark_jobs.engine.parquet.row_filter import filter_conjuncts, order_by_cost
 from spark_jobs.engine.parquet.row_group_filter import prune_by_statistics, statistics_bounds
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns, as_array
+from spark_jobs.engine.parquet.row_selection import select_rows
 from spark_jobs.engine.row_predicate import RowPredicate
 from spark_jobs.engine.schema_projection import file_schema_of, output_arrow_schema
 from spark_jobs.engine.tasks import DataFileSlice
 
 DELETED_POSITIONS_KINDS = ("position_deletes", "deletion_vectors")
+READ_AHEAD_THREADS = 2  # row groups decoded concurrently on the plain path (no filter, no row predicates)
 
 
 def read_data_file(
@@ -105,20 +109,50 @@ def read_data_file(
             _select_undeleted_rows(plan, deleted_positions, deleted_positions_kind, metrics)
 
         predicates = _ordered_predicates(filter_node, row_predicates)
-        parquet_file = pq.ParquetFile(stream, metadata=metadata)
         output_top_level_ids = list(output_field_ids)
-        for row_group in list(plan.scanned_row_groups()):
-            columns = RowGroupColumns(parquet_file, row_group, resolver, metrics, data_file.path)
-            keep_rows = _surviving_rows(columns, plan.selection(row_group), predicates, resolver, metrics)
-            if keep_rows is not None and len(keep_rows) == 0:
-                continue
+
+        def decode_row_group(row_group: int) -> tuple[pa.Table | None, ScanMetrics]:
+            # Own reader and counters per call, so row groups can be decoded on several threads at once.
+            row_group_metrics = ScanMetrics()
+            parquet_file = pq.ParquetFile(stream, metadata=metadata)
+            columns = RowGroupColumns(parquet_file, row_group, resolver, row_group_metrics, data_file.path)
+            keep = _surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
+            if keep is not None and not keep.any():
+                return None, row_group_metrics
             columns.load(output_top_level_ids)
             arrays = [columns.columns[field_id] for field_id in output_top_level_ids]
-            table = pa.Table.from_arrays(arrays, schema=output_schema)
-            if keep_rows is not None:
-                table = table.take(keep_rows)
+            if keep is not None:
+                arrays = [select_rows(array, keep) for array in arrays]
+            return pa.Table.from_arrays(arrays, schema=output_schema), row_group_metrics
+
+        scanned = list(plan.scanned_row_groups())
+        # Without predicates every scanned row group is decoded in full: decode the next ones on helper threads
+        # while this one is consumed. Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
+        read_ahead = not predicates and len(scanned) > 1 and isinstance(stream, pa.NativeFile)
+        decoded = _map_ahead(decode_row_group, scanned) if read_ahead else map(decode_row_group, scanned)
+        for table, row_group_metrics in decoded:
+            metrics.merge(row_group_metrics)
+            if table is None:
+                continue
             metrics.rows_out += table.num_rows
             yield from table.to_batches(max_chunksize=batch_size)
+
+
+def _map_ahead(
+    decode: Callable[[int], tuple[pa.Table | None, ScanMetrics]], row_groups: list[int]
+) -> Iterator[tuple[pa.Table | None, ScanMetrics]]:
+    """``map(decode, row_groups)`` in order, with up to ``READ_AHEAD_THREADS`` row groups decoding ahead."""
+    pool = ThreadPoolExecutor(max_workers=READ_AHEAD_THREADS, thread_name_prefix="parquet-read-ahead")
+    try:
+        pending: deque[Future] = deque()
+        for row_group in row_groups:
+            pending.append(pool.submit(decode, row_group))
+            if len(pending) > READ_AHEAD_THREADS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _file_layout(footer: ParquetFooter) -> tuple[list[LeafColumn], Schema]:
@@ -233,10 +267,15 @@ def _surviving_rows(
     resolver: FileColumnResolver,
     metrics: ScanMetrics,
 ) -> np.ndarray | None:
-    """Row indexes to keep in the row group (None = all of them), evaluating predicates on survivors only."""
-    survivors = None if isinstance(selection, str) or selection is None else np.flatnonzero(selection)
+    """A boolean mask of the row group's rows to keep (None = all), evaluating predicates on survivors only.
+
+    While most rows are alive a predicate runs on whole columns and its answer is ANDed in (cheaper than gathering
+    the survivors first); once fewer than half are alive, it runs on the gathered survivors only.
+    """
+    alive = None if selection is None or isinstance(selection, str) else selection
     if not predicates:
-        return survivors
+        return alive
+    alive = None if alive is None else alive.copy()  # updated in place below
     row_group_metadata = columns.row_group_metadata
     sorted_field_ids = _sorted_field_ids(row_group_metadata, resolver)
 
@@ -246,27 +285,32 @@ def _surviving_rows(
 
     deletes = [predicate for predicate in predicates if predicate.kind == "equality_delete"]
     filters = [predicate for predicate in predicates if predicate.kind != "equality_delete"]
+    row_count = columns.num_rows
     for predicate in [
         *order_by_cost(deletes, cost_of_fields),
         *order_by_cost(filters, cost_of_fields, sorted_field_ids),
     ]:
         columns.load(resolver.top_level_ids(predicate.field_ids))
-        candidate_count = columns.num_rows if survivors is None else len(survivors)
-        predicate_columns = {}
-        for field_id in predicate.field_ids:
-            column = columns.field_column(field_id)
-            predicate_columns[field_id] = as_array(column if survivors is None else column.take(survivors))
-        keep = np.asarray(predicate.keep_mask(predicate_columns, candidate_count), dtype=bool)
-        removed = candidate_count - int(np.count_nonzero(keep))
+        alive_count = row_count if alive is None else int(np.count_nonzero(alive))
+        if alive is None or alive_count * 2 >= row_count:
+            predicate_columns = {field_id: as_array(columns.field_column(field_id)) for field_id in predicate.field_ids}
+            keep = np.asarray(predicate.keep_mask(predicate_columns, row_count), dtype=bool)
+            alive = keep if alive is None else alive & keep
+        else:
+            alive_rows = np.flatnonzero(alive)
+            predicate_columns = {
+                field_id: as_array(columns.field_column(field_id).take(alive_rows)) for field_id in predicate.field_ids
+            }
+            keep = np.asarray(predicate.keep_mask(predicate_columns, len(alive_rows)), dtype=bool)
+            alive[alive_rows] = keep
+        removed = alive_count - int(np.count_nonzero(alive))
         if predicate.kind == "equality_delete":
             metrics.rows_deleted_by_equality_deletes += removed
         else:
             metrics.rows_pruned_by_late_materialization += removed
-        if removed:
-            survivors = np.flatnonzero(keep) if survivors is None else survivors[keep]
-        if survivors is not None and len(survivors) == 0:
+        if removed == alive_count:
             break
-    return survivors
+    return alive
 
 
 def _sorted_field_ids(row_group: pq.RowGroupMetaData, resolver: FileColumnResolver) -> frozenset[int]:

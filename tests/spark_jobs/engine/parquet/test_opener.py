@@ -367,3 +367,17 @@ def test_plain_path_matches_a_plain_pyarrow_read(tmp_path: Path) -> None:
     assert metrics.footer_cache_hits == 0
     _, again = _read_all(data_file, AlwaysTrue(), None, output=(3,))
     assert again.footer_cache_hits == 1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=ROWS, data=st.data(), row_group_size=st.integers(2, 30), batch_size=st.integers(1, 40))
+def test_plain_path_with_deletes_keeps_order_across_read_ahead(tmp_path: Path, rows, data, row_group_size, batch_size):
+    FOOTER_CACHE.clear()
+    data_file = _write(tmp_path / "r.parquet", rows, row_group_size, 4, True)
+    deleted = np.array(sorted(data.draw(st.sets(st.integers(0, len(rows) - 1)))), dtype=np.int64)
+    batches, metrics = _read_all(data_file, None, deleted, output=(4, 3), batch_size=batch_size)
+    expected = [(p, s) for p, (_, _, s) in enumerate(rows) if p not in set(deleted.tolist())]
+    assert [(row["pos"], row["s"]) for batch in batches for row in batch.to_pylist()] == expected
+    assert all(batch.num_rows <= batch_size for batch in batches)
+    assert metrics.rows_deleted_by_position_deletes == len(deleted)
+    assert metrics.rows_out == len(expected)
