@@ -78,6 +78,12 @@ def read_data_file(
         raise UserInputError(
             f"deleted_positions_kind must be one of {DELETED_POSITIONS_KINDS}, got {deleted_positions_kind!r}"
         )
+    top_level_ids = {field.field_id for field in read_schema.fields}
+    if not set(output_field_ids) <= top_level_ids:
+        raise UserInputError(
+            f"output field ids {sorted(set(output_field_ids) - top_level_ids)} are not top-level fields of the read "
+            f"schema (top-level ids: {sorted(top_level_ids)})"
+        )
     output_schema = output_arrow_schema(read_schema, output_field_ids)
     filter_node = translate_filter(row_filter)
     with open_input(io, data_file.path) as stream:
