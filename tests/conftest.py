@@ -29,6 +29,15 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 # pyiceberg must not pick up a developer's ~/.pyiceberg.yaml.
 os.environ["PYICEBERG_HOME"] = str(_SESSION_TMP / "pyiceberg-home")
+# Catalogs by name, for code that resolves them through pyiceberg's configuration. Spark's Python workers inherit
+# the environment the JVM started with, so these are set before any SparkSession exists.
+os.environ["PYICEBERG_CATALOG__CONFORMANCE__TYPE"] = "sql"
+os.environ["PYICEBERG_CATALOG__CONFORMANCE__URI"] = "sqlite:////tmp/iceberg-conformance/corpus/catalog.db"
+os.environ["PYICEBERG_CATALOG__CONFORMANCE__WAREHOUSE"] = "file:///tmp/iceberg-conformance/corpus/warehouse"
+(_SESSION_TMP / "testing-warehouse").mkdir()
+os.environ["PYICEBERG_CATALOG__TESTING__TYPE"] = "sql"
+os.environ["PYICEBERG_CATALOG__TESTING__URI"] = f"sqlite:///{_SESSION_TMP}/testing-catalog.db"
+os.environ["PYICEBERG_CATALOG__TESTING__WAREHOUSE"] = f"file://{_SESSION_TMP}/testing-warehouse"
 
 from tests.support import services  # noqa: E402
 from tests.support.conformance import catalog_properties, extract_corpus  # noqa: E402
@@ -85,6 +94,14 @@ def conformance_catalog():
 
     extract_corpus()
     return load_catalog("conformance", **catalog_properties())
+
+
+@pytest.fixture(scope="session")
+def testing_catalog():
+    """The session's named catalog ``testing`` (SQLite, local warehouse), visible to Spark workers and jobs."""
+    from pyiceberg.catalog import load_catalog
+
+    return load_catalog("testing")
 
 
 @pytest.fixture

@@ -96,7 +96,7 @@ def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetr
             deleted_positions, deleted_positions_kind = deleted.positions, deleted.kind
     if data_file.equality_deletes:
         equality_delete_sets = load_equality_deletes(data_file, io=context.io, field_types=context.field_types)
-    for batch in read_data_file(
+    yield from read_data_file(
         data_file,
         io=context.io,
         read_schema=context.read_schema,
@@ -107,9 +107,7 @@ def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetr
         row_predicates=equality_delete_sets,
         metrics=metrics,
         batch_size=context.batch_size,
-    ):
-        metrics.rows_out += batch.num_rows
-        yield batch
+    )
 
 
 def read_tasks_to_table(tasks: Sequence[ScanTask], context: ScanContext, metrics: ScanMetrics) -> pa.Table:

@@ -17,12 +17,11 @@ from typing import Any
 import pyarrow as pa
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.read_session import ReadSession
 from spark_jobs.engine.scan import read_task
-from spark_jobs.engine.spark_source import spark_schema_of
+from spark_jobs.engine.spark_source import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -44,7 +43,7 @@ class ScanMetricsParam(AccumulatorParam):
 def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[DataFrame, Any]:
     """A DataFrame reading ``session``'s tasks, and the accumulator its executors add their counters to."""
     spark_schema = spark_schema_of(session.output_schema)
-    arrow_schema = to_arrow_schema(spark_schema)
+    arrow_schema = spark_arrow_schema_of(session.output_schema)
     accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
     context = session.context
     payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in session.tasks]
@@ -57,17 +56,10 @@ def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[D
         for batch in batches:
             for payload in batch.column(0).to_pylist():
                 for out in read_task(pickle.loads(payload), context, metrics):
-                    yield out if out.schema.equals(arrow_schema) else _cast_batch(out, arrow_schema)
+                    yield conform_batch(out, arrow_schema)
         accumulator.add(metrics.as_dict())
 
     return task_rows.mapInArrow(read_partition, spark_schema), accumulator
-
-
-def _cast_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """The batch in the exact Arrow types Spark expects (e.g. string where the engine produced large_string)."""
-    return pa.RecordBatch.from_arrays(
-        [col.cast(field.type) for col, field in zip(batch.columns, schema, strict=True)], schema=schema
-    )
 
 
 def dataframe_from_source(spark: SparkSession, options: dict[str, str]) -> DataFrame:

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from spark_jobs.engine.metrics import ScanMetrics
@@ -153,7 +153,9 @@ class MergeOnReadReader(DataSourceReader):
         if not isinstance(partition, ScanTaskPartition):  # an empty scan: Spark adds InputPartition(None)
             return
         metrics = ScanMetrics()
-        yield from read_task(partition.task, partition.context, metrics)
+        spark_arrow_schema = spark_arrow_schema_of(partition.context.output_schema)
+        for batch in read_task(partition.task, partition.context, metrics):
+            yield conform_batch(batch, spark_arrow_schema)
         log.info("%s task %d: %s", SOURCE_NAME, partition.value, json.dumps(metrics.as_dict()))
 
 
@@ -161,7 +163,11 @@ class FilterPushdownReader(MergeOnReadReader):
     """The reader with ``pushFilters``: exact Iceberg filters are pushed, the rest stay with Spark."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:  # noqa: N802 - Spark's method name
-        """Keep the filters the engine evaluates exactly; yield the others back to Spark."""
+        """Keep the filters the engine evaluates exactly; yield the others back to Spark.
+
+        Deterministic and stateless across calls (Spark may replay it): each call starts from no pushed filter.
+        """
+        self.pushed_filter = AlwaysTrue()
         accepted: list[BooleanExpression] = []
         for spark_filter in filters:
             expression = spark_filter_to_iceberg(spark_filter)
@@ -179,6 +185,19 @@ def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
     """Spark's schema for the engine's Arrow output (timestamptz -> timestamp, timestamp -> timestamp_ntz)."""
     plain = pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
     return from_arrow_schema(plain)
+
+
+def spark_arrow_schema_of(arrow_schema: pa.Schema) -> pa.Schema:
+    """The exact Arrow schema Spark expects for the engine's output (Spark's own types, no field metadata)."""
+    return to_arrow_schema(spark_schema_of(arrow_schema), timezone="UTC")
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """The batch in the exact Arrow types Spark checks for (e.g. string where the engine produced large_string)."""
+    if batch.schema.equals(schema, check_metadata=False) and not batch.schema.metadata:
+        return batch
+    columns = [column.cast(field.type) for column, field in zip(batch.columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def register(spark: Any) -> None:
