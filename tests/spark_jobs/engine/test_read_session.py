@@ -58,15 +58,15 @@ def test_unknown_column_names_the_table_and_the_columns(conformance_catalog) -> 
 
 
 def test_unknown_table_is_a_clear_error(conformance_catalog) -> None:
-    with pytest.raises(TableNotFoundError, match="corpus.nope"):
+    with pytest.raises(TableNotFoundError, match=r"corpus\.nope"):
         open_read_session(conformance_catalog, "corpus.nope")
 
 
 def test_unknown_snapshot_is_a_clear_error(conformance_catalog) -> None:
-    with pytest.raises(SnapshotNotFoundError, match="corpus.v1_cow"):
+    with pytest.raises(SnapshotNotFoundError, match=r"corpus\.v1_cow"):
         open_read_session(conformance_catalog, "corpus.v1_cow", snapshot_id=42)
 
 
 def test_bad_filter_is_a_clear_error(conformance_catalog) -> None:
-    with pytest.raises(InvalidFilterError, match="corpus.v1_cow"):
+    with pytest.raises(InvalidFilterError, match=r"corpus\.v1_cow"):
         open_read_session(conformance_catalog, "corpus.v1_cow", row_filter="no_such_column > 3")
