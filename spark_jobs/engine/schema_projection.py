@@ -33,7 +33,8 @@ ArrowColumn = pa.Array | pa.ChunkedArray
 def file_schema_of(arrow_schema: pa.Schema, path: str) -> Schema:
     """The Iceberg schema of a data file from its Arrow schema, which must carry a field id on every field."""
     try:
-        return pyarrow_to_schema(arrow_schema)
+        # Format version 3 accepts every timestamp unit (INT96 and nanosecond files); values are cast to the read type.
+        return pyarrow_to_schema(arrow_schema, format_version=3)
     except ValueError as error:
         raise UnsupportedFeatureError(
             f"{path}: cannot resolve columns by field id ({error}); files without field ids need a name mapping"

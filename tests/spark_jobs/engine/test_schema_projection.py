@@ -272,3 +272,16 @@ def test_project_column_keeps_chunks_and_constant_column_types() -> None:
     assert constant_column(FloatType(), 1.5, 2).to_pylist() == [1.5, 1.5]
     assert constant_column(UUIDType(), uuid.UUID(int=5), 1).to_pylist() == [uuid.UUID(int=5)]
     assert constant_column(StringType(), None, 2).null_count == 2
+
+
+@pytest.mark.parametrize("int96", [True, False])
+def test_nanosecond_and_int96_timestamps_read_as_microseconds(tmp_path: Path, int96: bool) -> None:
+    table = pa.table(
+        [pa.array([1_500, 2_000_000], pa.timestamp("ns"))], schema=pa.schema([_field("t", pa.timestamp("ns"), 1)])
+    )
+    path = tmp_path / "ns.parquet"
+    pq.write_table(table, path, use_deprecated_int96_timestamps=int96)
+    data_file = DataFileSlice(f"file:{path}", path.stat().st_size, 2, 0)
+    result = _read(data_file, Schema(NestedField(1, "t", TimestampType(), required=False)))
+    assert result.schema.field("t").type == pa.timestamp("us")
+    assert result.column("t").cast(pa.int64()).to_pylist() == [1, 2_000]
