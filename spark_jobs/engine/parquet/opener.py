@@ -117,9 +117,8 @@ def read_data_file(
         predicates = _ordered_predicates(filter_node, row_predicates)
         output_top_level_ids = list(output_field_ids)
 
-        def decode_row_group(row_group: int) -> tuple[pa.Table | None, ScanMetrics]:
-            # Own reader and counters per call, so row groups can be decoded on several threads at once.
-            row_group_metrics = ScanMetrics()
+        def decode_row_group(row_group: int, row_group_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
+            # Own reader (and, when decoding ahead, own counters) per call: row groups may decode on several threads.
             parquet_file = pq.ParquetFile(stream, metadata=metadata)
             columns = RowGroupColumns(parquet_file, row_group, resolver, row_group_metrics, data_file.path)
             keep = _surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
@@ -135,9 +134,13 @@ def read_data_file(
         # Without predicates every scanned row group is decoded in full: decode the next ones on helper threads
         # while this one is consumed. Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
         read_ahead = not predicates and len(scanned) > 1 and isinstance(stream, pa.NativeFile)
-        decoded = _map_ahead(decode_row_group, scanned) if read_ahead else map(decode_row_group, scanned)
+        if read_ahead:
+            decoded = _map_ahead(lambda row_group: decode_row_group(row_group, ScanMetrics()), scanned)
+        else:
+            decoded = (decode_row_group(row_group, metrics) for row_group in scanned)
         for table, row_group_metrics in decoded:
-            metrics.merge(row_group_metrics)
+            if row_group_metrics is not metrics:
+                metrics.merge(row_group_metrics)
             if table is None:
                 continue
             metrics.rows_out += table.num_rows

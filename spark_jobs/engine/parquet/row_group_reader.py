@@ -165,4 +165,6 @@ class RowGroupColumns:
 
 def as_array(column: ArrowColumn) -> pa.Array:
     """A single Arrow array (row predicates take arrays, not chunked arrays)."""
-    return column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()  # one chunk: no copy
