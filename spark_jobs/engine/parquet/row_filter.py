@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,11 +47,51 @@ def evaluate_rows(node: FilterNode, columns: Mapping[int, ArrowColumn], num_rows
 
 def leaf_keep_mask(predicate: ColumnPredicate, column: ArrowColumn) -> np.ndarray:
     """True where the column's value satisfies one leaf predicate (NULL rules as in ``predicates``)."""
+    numeric_result = _numpy_comparison(predicate, column)
+    if numeric_result is not None:
+        return numeric_result
     result = _leaf_result(predicate, _comparable_column(column))
     null_means = predicate.operation in ("not_nan",)
     if result.null_count:
         result = result.fill_null(null_means)
     return _to_numpy_bool(result)
+
+
+_NUMPY_COMPARISONS: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
+
+
+def _numpy_comparison(predicate: ColumnPredicate, column: ArrowColumn) -> np.ndarray | None:
+    """A comparison of a NULL-free integer or float column done in numpy (no bitmap to unpack); else None.
+
+    numpy follows the same IEEE rules as Arrow: NaN compares false except ``!=``, and ``-0.0 == 0.0``.
+    """
+    comparison = _NUMPY_COMPARISONS.get(predicate.operation)
+    arrow_type = column.type
+    if (
+        comparison is None
+        or column.null_count
+        or not (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type))
+    ):
+        return None
+    numpy_type = arrow_type.to_pandas_dtype()
+    literal = predicate.literals[0]
+    if pa.types.is_integer(arrow_type):
+        limits = np.iinfo(numpy_type)
+        if not isinstance(literal, int) or not limits.min <= literal <= limits.max:
+            return None
+    literal = numpy_type(literal)  # float columns compare with the literal rounded to their precision
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if not chunks:
+        return np.zeros(0, dtype=bool)
+    results = [comparison(chunk.to_numpy(zero_copy_only=True), literal) for chunk in chunks]
+    return results[0] if len(results) == 1 else np.concatenate(results)
 
 
 def _leaf_result(predicate: ColumnPredicate, column: ArrowColumn) -> ArrowColumn:
@@ -68,13 +109,23 @@ def _leaf_result(predicate: ColumnPredicate, column: ArrowColumn) -> ArrowColumn
         value_set = pa.array(_set_members(predicate.literals, column.type), type=column.type)
         is_in = pc.is_in(column, value_set=value_set, skip_nulls=True)
         return is_in if operation == "in" else pc.and_(pc.is_valid(column), pc.invert(is_in))
-    literal = pa.scalar(predicate.literals[0], type=column.type)
+    literal = _arrow_literal(predicate.literals[0], column.type)
     if operation == "starts_with":
         return pc.starts_with(column, pattern=literal.as_py())
     if operation == "not_starts_with":
         return pc.invert(pc.starts_with(column, pattern=literal.as_py()))
     comparison = _COMPARISONS[operation]
     return comparison(column, literal)
+
+
+def _arrow_literal(value: Any, column_type: pa.DataType) -> pa.Scalar:
+    """The literal as an Arrow scalar of the column's type (an integer beyond the type's range stays int64)."""
+    try:
+        return pa.scalar(value, type=column_type)
+    except (pa.ArrowInvalid, OverflowError):
+        if pa.types.is_integer(column_type) and isinstance(value, int):
+            return pa.scalar(value, type=pa.int64())
+        raise
 
 
 def _set_members(literals: tuple, column_type: pa.DataType) -> list:

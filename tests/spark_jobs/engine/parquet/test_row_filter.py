@@ -29,8 +29,8 @@ from pyiceberg.expressions.visitors import bind
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, FloatType, LongType, NestedField, StringType, UUIDType
 
-from spark_jobs.engine.parquet.predicates import translate_filter
-from spark_jobs.engine.parquet.row_filter import evaluate_rows, filter_conjuncts, order_by_cost
+from spark_jobs.engine.parquet.predicates import ColumnPredicate, translate_filter
+from spark_jobs.engine.parquet.row_filter import evaluate_rows, filter_conjuncts, leaf_keep_mask, order_by_cost
 from spark_jobs.engine.row_predicate import RowPredicate
 
 SCHEMA = Schema(
@@ -112,3 +112,24 @@ def test_filter_conjuncts_split_the_top_level_and() -> None:
     conjuncts = filter_conjuncts(node)
     assert [conjunct.field_ids for conjunct in conjuncts] == [frozenset({1}), frozenset({2, 3})]
     assert all(isinstance(conjunct, RowPredicate) and conjunct.kind == "filter" for conjunct in conjuncts)
+
+
+@pytest.mark.parametrize(
+    ("column", "operation", "literal", "expected"),
+    [
+        (pa.array([1, 5, 9], pa.int32()), "lt", 5, [True, False, False]),
+        (pa.array([1, 5, 9], pa.int32()), "gt", 2**40, [False, False, False]),  # beyond int32: Arrow path
+        (pa.chunked_array([pa.array([1, 5], pa.int64()), pa.array([9], pa.int64())]), "ne", 5, [True, False, True]),
+        (pa.array([float("nan"), -0.0, 1.0]), "eq", 0.0, [False, True, False]),
+        (pa.array([float("nan"), -0.0, 1.0]), "ne", 1.0, [True, True, False]),
+        (pa.array([float("nan"), -0.0, 1.0]), "ge", -1.0, [False, True, True]),
+        (pa.array([0.1, 0.2], pa.float32()), "eq", 0.1, [True, False]),
+        (pa.chunked_array([], pa.int64()), "eq", 1, []),
+    ],
+)
+def test_null_free_numeric_comparisons(column, operation: str, literal, expected: list[bool]) -> None:
+    field_type = (
+        FloatType() if column.type == pa.float32() else (DoubleType() if column.type == pa.float64() else LongType())
+    )
+    predicate = ColumnPredicate(operation, 1, field_type, (literal,))
+    assert leaf_keep_mask(predicate, column).tolist() == expected
