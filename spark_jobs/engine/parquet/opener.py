@@ -138,13 +138,16 @@ def read_data_file(
             decoded = _map_ahead(lambda row_group: decode_row_group(row_group, ScanMetrics()), scanned)
         else:
             decoded = (decode_row_group(row_group, metrics) for row_group in scanned)
-        for table, row_group_metrics in decoded:
-            if row_group_metrics is not metrics:
-                metrics.merge(row_group_metrics)
-            if table is None:
-                continue
-            metrics.rows_out += table.num_rows
-            yield from table.to_batches(max_chunksize=batch_size)
+        try:
+            for table, row_group_metrics in decoded:
+                if row_group_metrics is not metrics:
+                    metrics.merge(row_group_metrics)
+                if table is None:
+                    continue
+                metrics.rows_out += table.num_rows
+                yield from table.to_batches(max_chunksize=batch_size)
+        finally:
+            decoded.close()  # a consumer that stops early: let decoding threads finish before the file closes
 
 
 def _map_ahead(

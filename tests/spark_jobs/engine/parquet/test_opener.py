@@ -381,3 +381,23 @@ def test_plain_path_with_deletes_keeps_order_across_read_ahead(tmp_path: Path, r
     assert all(batch.num_rows <= batch_size for batch in batches)
     assert metrics.rows_deleted_by_position_deletes == len(deleted)
     assert metrics.rows_out == len(expected)
+
+
+def test_a_consumer_stopping_early_closes_cleanly(tmp_path: Path) -> None:
+    rows = [(i % 4, float(i), f"v{i}") for i in range(400)]
+    data_file = _write(tmp_path / "early.parquet", rows, 20, 10, True)
+    metrics = ScanMetrics()
+    batches = read_data_file(
+        data_file,
+        io=PyArrowFileIO(),
+        read_schema=READ_SCHEMA,
+        output_field_ids=[4],
+        row_filter=None,
+        deleted_positions=np.array([3], dtype=np.int64),
+        metrics=metrics,
+        batch_size=7,
+    )
+    first = next(batches)
+    batches.close()
+    assert first.column(0).to_pylist() == [0, 1, 2, 4, 5, 6, 7]
+    assert metrics.rows_out < 400
