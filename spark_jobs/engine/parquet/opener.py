@@ -9,11 +9,12 @@
    the page index.
 4. Turn deleted positions into per-row-group selections (``np.searchsorted`` on the sorted positions); a row group
    whose selected rows are all deleted is skipped unread.
-5. Without filter, row predicates or deletes, take the plain path: read the projected columns, project, yield.
-   Otherwise, per row group, evaluate equality delete sets and then filter conjuncts (cheapest first) on the
-   surviving rows, reading each predicate's columns just before it runs; read the other projected columns only
-   when rows survive, and keep exactly those rows.
-6. Yield record batches of at most ``batch_size`` rows with the output fields in order, in read-schema types.
+5. Per row group, drop the filter conjuncts its statistics prove true for every row (``predicates.must_match``).
+6. Without anything left to evaluate, take the plain path: read the projected columns (row groups decoded ahead on
+   helper threads), drop deleted rows, project, yield. Otherwise, per row group, evaluate equality delete sets and
+   then filter conjuncts (cheapest first) on the surviving rows, reading each predicate's columns just before it
+   runs; read the other projected columns only when rows survive, and keep exactly those rows.
+7. Yield record batches of at most ``batch_size`` rows with the output fields in order, in read-schema types.
 
 Counting: ``rows_deleted_by_position_deletes`` (or ``..._by_deletion_vectors``, per ``deleted_positions_kind``)
 counts deleted positions among rows the earlier stages kept; ``rows_deleted_by_equality_deletes`` counts rows that
@@ -45,10 +46,12 @@ from spark_jobs.engine.parquet.predicates import (
     Constant,
     FilterNode,
     ValueBounds,
+    must_match,
+    must_match_tree,
     referenced_field_ids,
     translate_filter,
 )
-from spark_jobs.engine.parquet.row_filter import filter_conjuncts, order_by_cost
+from spark_jobs.engine.parquet.row_filter import FilterConjunct, filter_conjuncts, order_by_cost
 from spark_jobs.engine.parquet.row_group_filter import prune_by_statistics, statistics_bounds
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns, as_array
 from spark_jobs.engine.parquet.row_selection import select_rows
@@ -94,7 +97,7 @@ def read_data_file(
         metadata = footer.metadata
         leaves, file_schema = _file_layout(footer)
         resolver = FileColumnResolver(read_schema, file_schema, leaves, data_file.partition_constants)
-        leaf_by_field_id = {leaf.field_id: leaf for leaf in leaves if leaf.field_id is not None}
+        field_statistics = _FieldStatistics(metadata, resolver, leaves, read_schema)
 
         plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
         metrics.row_groups_total += len(plan)
@@ -102,25 +105,23 @@ def read_data_file(
         if not (isinstance(filter_node, Constant) and filter_node.value):
             resolver.top_level_ids(referenced_field_ids(filter_node))  # rejects fields inside lists or maps
             _prune_by_metadata(
-                plan,
-                filter_node,
-                footer=footer,
-                resolver=resolver,
-                leaf_by_field_id=leaf_by_field_id,
-                stream=stream,
-                read_schema=read_schema,
-                metrics=metrics,
+                plan, filter_node, footer=footer, field_statistics=field_statistics, stream=stream, metrics=metrics
             )
         if deleted_positions is not None and len(deleted_positions):
             _select_undeleted_rows(plan, deleted_positions, deleted_positions_kind, metrics)
 
-        predicates = _ordered_predicates(filter_node, row_predicates)
+        scanned = list(plan.scanned_row_groups())
+        predicates_by_row_group = {
+            row_group: _predicates_to_evaluate(filter_node, row_predicates, row_group, field_statistics)
+            for row_group in scanned
+        }
         output_top_level_ids = list(output_field_ids)
 
         def decode_row_group(row_group: int, row_group_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
             # Own reader (and, when decoding ahead, own counters) per call: row groups may decode on several threads.
             parquet_file = pq.ParquetFile(stream, metadata=metadata)
             columns = RowGroupColumns(parquet_file, row_group, resolver, row_group_metrics, data_file.path)
+            predicates = predicates_by_row_group[row_group]
             keep = _surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
             if keep is not None and not keep.any():
                 return None, row_group_metrics
@@ -130,10 +131,10 @@ def read_data_file(
                 arrays = [select_rows(array, keep) for array in arrays]
             return pa.Table.from_arrays(arrays, schema=output_schema), row_group_metrics
 
-        scanned = list(plan.scanned_row_groups())
         # Without predicates every scanned row group is decoded in full: decode the next ones on helper threads
         # while this one is consumed. Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
-        read_ahead = not predicates and len(scanned) > 1 and isinstance(stream, pa.NativeFile)
+        no_predicates = not any(predicates_by_row_group.values())
+        read_ahead = no_predicates and len(scanned) > 1 and isinstance(stream, pa.NativeFile)
         if read_ahead:
             decoded = _map_ahead(lambda row_group: decode_row_group(row_group, ScanMetrics()), scanned)
         else:
@@ -198,46 +199,62 @@ def _prune_by_range(
             metrics.row_groups_pruned_by_range += 1
 
 
+class _FieldStatistics:
+    """Per file: the leaf column holding a filter field (when the file has one) and what metadata says about it."""
+
+    def __init__(
+        self,
+        metadata: pq.FileMetaData,
+        resolver: FileColumnResolver,
+        leaves: list[LeafColumn],
+        read_schema: Schema,
+    ) -> None:
+        self.metadata = metadata
+        self.resolver = resolver
+        self.leaf_by_field_id = {leaf.field_id: leaf for leaf in leaves if leaf.field_id is not None}
+        self.read_schema = read_schema
+
+    def leaf_of_field(self, field_id: int) -> LeafColumn | None:
+        """The file's leaf column for a field the reader takes from the file; None for constants and missing ones."""
+        resolver = self.resolver
+        if field_id in resolver.constants or resolver.paths[field_id].top_level_field_id not in resolver.file_fields:
+            return None
+        return self.leaf_by_field_id.get(field_id)
+
+    def bounds_of(self, row_group: int, field_id: int) -> ValueBounds | None:
+        """What the row group's statistics (or the field's absence) say about the field; None when nothing."""
+        row_count = self.metadata.row_group(row_group).num_rows
+        top_level_id = self.resolver.paths[field_id].top_level_field_id
+        if top_level_id in self.resolver.constants:
+            return ValueBounds(row_count, row_count) if self.resolver.constants[top_level_id] is None else None
+        leaf = self.leaf_of_field(field_id)
+        if leaf is not None:
+            return statistics_bounds(self.metadata.row_group(row_group), leaf)
+        if self.read_schema.find_field(field_id).initial_default is None:
+            return ValueBounds(row_count, row_count)  # a field the file lacks reads as NULL
+        return None
+
+
 def _prune_by_metadata(
     plan: AccessPlan,
     filter_node: FilterNode,
     *,
     footer: ParquetFooter,
-    resolver: FileColumnResolver,
-    leaf_by_field_id: dict[int, LeafColumn],
+    field_statistics: _FieldStatistics,
     stream: InputStream,
-    read_schema: Schema,
     metrics: ScanMetrics,
 ) -> None:
-    metadata = footer.metadata
-
-    def leaf_of_field(field_id: int) -> LeafColumn | None:
-        if field_id in resolver.constants or resolver.paths[field_id].top_level_field_id not in resolver.file_fields:
-            return None
-        return leaf_by_field_id.get(field_id)
-
-    def bounds_of(row_group: int, field_id: int) -> ValueBounds | None:
-        row_count = plan.row_group_num_rows[row_group]
-        top_level_id = resolver.paths[field_id].top_level_field_id
-        if top_level_id in resolver.constants:
-            return ValueBounds(row_count, row_count) if resolver.constants[top_level_id] is None else None
-        leaf = leaf_of_field(field_id)
-        if leaf is not None:
-            return statistics_bounds(metadata.row_group(row_group), leaf)
-        if read_schema.find_field(field_id).initial_default is None:
-            return ValueBounds(row_count, row_count)  # a field the file lacks reads as NULL
-        return None
-
     if isinstance(filter_node, Constant) and not filter_node.value:
         for row_group in list(plan.scanned_row_groups()):
             plan.skip(row_group)
             metrics.row_groups_pruned_by_statistics += 1
         return
-    prune_by_statistics(plan, filter_node, bounds_of, metrics)
+    leaf_of_field = field_statistics.leaf_of_field
+    prune_by_statistics(plan, filter_node, field_statistics.bounds_of, metrics)
     prune_by_bloom_filters(
         plan,
         filter_node,
-        metadata=metadata,
+        metadata=footer.metadata,
         leaf_of_field=leaf_of_field,
         stream=stream,
         source=footer.path,
@@ -265,11 +282,21 @@ def _select_undeleted_rows(plan: AccessPlan, deleted_positions: np.ndarray, kind
             metrics.rows_deleted_by_position_deletes += removed
 
 
-def _ordered_predicates(filter_node: FilterNode, row_predicates: Sequence[RowPredicate]) -> list[RowPredicate]:
-    """Equality delete sets first (their count must not depend on the filter), then filter conjuncts."""
-    deletes = [predicate for predicate in row_predicates if predicate.kind == "equality_delete"]
-    others = [predicate for predicate in row_predicates if predicate.kind != "equality_delete"]
-    return [*deletes, *others, *filter_conjuncts(filter_node)]
+def _predicates_to_evaluate(
+    filter_node: FilterNode,
+    row_predicates: Sequence[RowPredicate],
+    row_group: int,
+    field_statistics: _FieldStatistics,
+) -> list[RowPredicate]:
+    """The row predicates plus the filter conjuncts the row group's statistics do not prove for every row."""
+
+    def proven(conjunct: FilterConjunct) -> bool:
+        return must_match_tree(
+            conjunct.node,
+            lambda predicate: must_match(predicate, field_statistics.bounds_of(row_group, predicate.field_id)),
+        )
+
+    return [*row_predicates, *(conjunct for conjunct in filter_conjuncts(filter_node) if not proven(conjunct))]
 
 
 def _surviving_rows(

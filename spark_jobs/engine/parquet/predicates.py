@@ -7,6 +7,8 @@
 3. ``might_match`` decides for one leaf, from what metadata says about a set of rows (``ValueBounds``: row count,
    null count, lower and upper bound, whether NaN may hide outside the bounds), whether any row can match; it only
    answers False when no row can.
+4. ``must_match`` is its dual: True only when every row matches, so a conjunct proven for a whole row group is not
+   evaluated there (nor its columns read, unless they are output).
 
 Row semantics (shared with ``row_filter``): a comparison, ``=``, ``!=``, IN, NOT IN, STARTS WITH and NOT STARTS WITH
 are false on NULL; ``<``, ``<=``, ``>``, ``>=``, ``=`` and IN are false on NaN while ``!=`` and NOT IN are true;
@@ -246,3 +248,55 @@ def _bounds_might_match(predicate: ColumnPredicate, bounds: ValueBounds) -> bool
         prefix = literals[0]
         return lower is None or upper is None or not (lower.startswith(prefix) and upper.startswith(prefix))
     return True
+
+
+def must_match_tree(node: FilterNode, leaf: Callable[[ColumnPredicate], bool]) -> bool:
+    """True only when the tree is true for every row, given a leaf evaluator that answers "must match"."""
+    return fold(node, leaf, all, any, lambda value: value)
+
+
+def must_match(predicate: ColumnPredicate, bounds: ValueBounds | None) -> bool:
+    """True only when every row described by ``bounds`` satisfies ``predicate`` (so it need not be evaluated)."""
+    if bounds is None:
+        return False
+    operation = predicate.operation
+    if operation == "is_null":
+        return bounds.is_all_null
+    if operation == "not_null":
+        return bounds.null_count == 0
+    if operation == "is_nan":
+        return False
+    if operation == "not_nan":
+        return not predicate.is_floating
+    if bounds.null_count != 0 or bounds.lower is None or bounds.upper is None:
+        return False  # NULL fails every other predicate; unknown bounds prove nothing
+    if bounds.may_contain_nan and operation not in ("ne", "not_in"):
+        return False  # NaN fails comparisons, = and IN
+    try:
+        return _bounds_must_match(predicate, bounds)
+    except TypeError:
+        return False
+
+
+def _bounds_must_match(predicate: ColumnPredicate, bounds: ValueBounds) -> bool:
+    operation = predicate.operation
+    literals = [comparable_literal(value, predicate.field_type) for value in predicate.literals]
+    lower, upper = bounds.lower, bounds.upper
+    if operation == "lt":
+        return upper < literals[0]
+    if operation == "le":
+        return upper <= literals[0]
+    if operation == "gt":
+        return lower > literals[0]
+    if operation == "ge":
+        return lower >= literals[0]
+    if operation in ("eq", "in"):
+        return lower == upper and lower in literals
+    if operation in ("ne", "not_in"):
+        return all(value < lower or value > upper for value in literals)
+    if operation == "starts_with":
+        return lower.startswith(literals[0]) and upper.startswith(literals[0])
+    if operation == "not_starts_with":
+        prefix = literals[0]
+        return upper[: len(prefix)] < prefix or lower[: len(prefix)] > prefix
+    return False

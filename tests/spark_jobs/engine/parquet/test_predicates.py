@@ -31,6 +31,7 @@ from spark_jobs.engine.parquet.predicates import (
     Constant,
     ValueBounds,
     might_match,
+    must_match,
     referenced_field_ids,
     split_conjuncts,
     translate_filter,
@@ -106,3 +107,30 @@ def test_float_literals_compare_in_float_precision() -> None:
     # A float column holding 0.1f has bounds 0.10000000149...; "= 0.1" must still match it.
     float_value = 0.10000000149011612
     assert might_match(_leaf(EqualTo("g", 0.1)), ValueBounds(1, 0, float_value, float_value))
+
+
+@pytest.mark.parametrize(
+    ("expression", "bounds", "expected"),
+    [
+        (LessThan("x", 10), ValueBounds(10, 0, 5, 9), True),
+        (LessThan("x", 9), ValueBounds(10, 0, 5, 9), False),
+        (LessThan("x", 10), ValueBounds(10, 1, 5, 9), False),  # a NULL fails
+        (LessThan("x", 10), ValueBounds(10, None, 5, 9), False),  # unknown null count
+        (GreaterThan("x", 4), ValueBounds(10, 0, 5, 9), True),
+        (EqualTo("x", 5), ValueBounds(10, 0, 5, 5), True),
+        (In("x", [5, 6]), ValueBounds(10, 0, 5, 5), True),
+        (NotEqualTo("x", 4), ValueBounds(10, 0, 5, 9), True),
+        (NotIn("x", [1, 10]), ValueBounds(10, 0, 5, 9), True),
+        (NotIn("x", [1, 7]), ValueBounds(10, 0, 5, 9), False),
+        (LessThan("f", 10.0), ValueBounds(10, 0, 1.0, 2.0, may_contain_nan=True), False),  # NaN < 10 is false
+        (NotEqualTo("f", 10.0), ValueBounds(10, 0, 1.0, 2.0, may_contain_nan=True), True),  # NaN != 10 is true
+        (NotNaN("f"), ValueBounds(10, 0, 1.0, 2.0, may_contain_nan=True), False),
+        (StartsWith("s", "ab"), ValueBounds(10, 0, b"ab", b"abz"), True),
+        (StartsWith("s", "ab"), ValueBounds(10, 0, b"ab", b"ac"), False),
+        (NotStartsWith("s", "b"), ValueBounds(10, 0, b"ab", b"az"), True),
+        (NotStartsWith("s", "a"), ValueBounds(10, 0, b"ab", b"az"), False),
+        (EqualTo("x", 5), None, False),
+    ],
+)
+def test_must_match(expression, bounds: ValueBounds | None, expected: bool) -> None:
+    assert must_match(_leaf(expression), bounds) is expected

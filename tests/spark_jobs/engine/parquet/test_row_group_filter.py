@@ -117,3 +117,19 @@ def test_int96_and_repeated_columns_give_no_bounds(tmp_path) -> None:
     assert bounds is None or (bounds.lower is None and bounds.upper is None)
     assert leaves[1].is_repeated and leaves[1].field_id == 3
     assert statistics_bounds(parquet_file.metadata.row_group(0), leaves[1]) is None
+
+
+def test_conjuncts_proven_by_statistics_are_not_evaluated(write_data_file) -> None:
+    table = pa.table(
+        [pa.array(np.arange(1000, dtype=np.int64)), pa.array(np.arange(1000, dtype=np.int64) % 7)],
+        schema=pa.schema([_field("x", pa.int64(), 1), _field("y", pa.int64(), 2)]),
+    )
+    data_file = write_data_file(table, row_group_size=100)
+    schema = Schema(NestedField(1, "x", LongType(), required=True), NestedField(2, "y", LongType(), required=True))
+    metadata = pq.read_metadata(data_file.path.removeprefix("file:"))
+    _read(data_file, schema, GreaterThanOrEqual("x", 300))  # warm the footer cache: bytes_read counts columns only
+    # x >= 300 holds for every row of row groups 3..9 and prunes 0..2, so x is never read: only y is.
+    result, metrics = _read(data_file, schema, GreaterThanOrEqual("x", 300), output_ids=(2,))
+    assert result.column(0).to_pylist() == [value % 7 for value in range(300, 1000)]
+    assert metrics.rows_pruned_by_late_materialization == 0
+    assert metrics.bytes_read == sum(metadata.row_group(rg).column(1).total_compressed_size for rg in range(3, 10))
