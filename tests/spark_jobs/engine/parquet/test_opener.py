@@ -401,3 +401,48 @@ def test_a_consumer_stopping_early_closes_cleanly(tmp_path: Path) -> None:
     batches.close()
     assert first.column(0).to_pylist() == [0, 1, 2, 4, 5, 6, 7]
     assert metrics.rows_out < 400
+
+
+def test_filter_on_a_struct_child_prunes_and_respects_null_parents(tmp_path: Path) -> None:
+    from pyiceberg.types import StructType
+
+    point_type = pa.struct([_field("x", pa.int64(), 11), _field("y", pa.int64(), 12)])
+    points = [None if i % 10 == 0 else {"x": i, "y": -i} for i in range(100)]
+    path = tmp_path / "nested.parquet"
+    pq.write_table(
+        pa.table([pa.array(range(100)), pa.array(points, point_type)], schema=pa.schema([
+            _field("id", pa.int64(), 1), _field("point", point_type, 10)
+        ])),
+        path,
+        row_group_size=25,
+    )  # fmt: skip
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(
+            10,
+            "point",
+            StructType(
+                NestedField(11, "x", LongType(), required=False), NestedField(12, "y", LongType(), required=False)
+            ),
+            required=False,
+        ),
+    )
+    data_file = DataFileSlice(f"file:{path}", path.stat().st_size, 100, 0)
+    for expression, expected in [
+        (GreaterThanOrEqual("point.x", 60), [i for i in range(60, 100) if i % 10]),
+        (IsNull("point.y"), list(range(0, 100, 10))),
+        (Or(LessThan("point.x", 3), EqualTo("id", 50)), [1, 2, 50]),
+    ]:
+        metrics = ScanMetrics()
+        batches = read_data_file(
+            data_file,
+            io=PyArrowFileIO(),
+            read_schema=schema,
+            output_field_ids=[1],
+            row_filter=bind(schema, expression, case_sensitive=True),
+            deleted_positions=None,
+            metrics=metrics,
+        )
+        assert [value for batch in batches for value in batch.column(0).to_pylist()] == expected, expression
+        if expression == GreaterThanOrEqual("point.x", 60):
+            assert metrics.row_groups_pruned_by_statistics == 2
