@@ -1,8 +1,9 @@
 """What every spark-submit entry point shares: argument errors, exit codes, the final JSON line, Spark setup.
 
 The contract with the Airflow side: on success the last line of stdout is one JSON object; on bad input the exit
-code is 2 and stderr's last line is ``error: <one-line reason>``; on any other failure the exit code is 1 with the
-same kind of line after the traceback.
+code is 2 and the output carries exactly one line ``error: <one-line reason>`` (written to stderr, which spark-submit
+merges into its stdout; the JVM may still print after it); on any other failure the exit code is 1 with the same
+kind of line after the traceback.
 """
 
 from __future__ import annotations
@@ -50,15 +51,19 @@ def _one_line(error: BaseException) -> str:
     return text if isinstance(error, UserInputError) else f"{type(error).__name__}: {text}"
 
 
-def run_job(name: str, body: Callable[[], int]) -> int:
-    """Run a job body and map its outcome to the exit-code contract."""
+def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
+    """Run a job body and map its outcome to the exit-code contract; the result JSON is printed last."""
     logging.basicConfig(
         level=os.environ.get("SPARK_JOBS_LOG_LEVEL", "INFO"),
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # py4j logs when its connections close at exit; keep that off the result line.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     try:
-        return body()
+        result = body()
+        _stop_spark()
+        return emit_result(result)
     except UserInputError as error:
         print(f"error: {_one_line(error)}", file=sys.stderr, flush=True)
         return EXIT_USAGE
@@ -69,6 +74,15 @@ def run_job(name: str, body: Callable[[], int]) -> int:
         traceback.print_exc(file=sys.stderr)
         print(f"error: {name} job failed: {_one_line(error)}", file=sys.stderr, flush=True)
         return EXIT_FAILURE
+
+
+def _stop_spark() -> None:
+    """Stop the active SparkSession, so nothing Spark prints at exit follows the result line."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
 
 
 def _is_user_error_from_spark(error: Exception) -> bool:

@@ -27,7 +27,6 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
 from spark_jobs.job_support import (
     JobArgumentParser,
     UsageError,
-    emit_result,
     engine_on_executors,
     run_job,
     spark_session,
@@ -150,4 +149,4 @@ def _check_output_free(output: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(run_job("read", lambda: emit_result(main())))
+    sys.exit(run_job("read", main))

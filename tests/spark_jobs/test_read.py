@@ -1,0 +1,157 @@
+"""The read job's two faces on real Spark: ``load`` (Python API, data source) and ``read.py`` (command line).
+
+Every conformance query must return exactly Java's rows through both. ``read.py`` runs in-process through ``main``
+against the session's Spark, and as a real ``spark-submit`` for the exit-code contract and the standalone cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from spark_jobs import read as read_job
+from spark_jobs.job_support import UsageError
+from tests.support.conformance import ConformanceQuery, load_queries, table_checksum
+from tests.support.services import spark_home, spark_process_env
+
+QUERIES = load_queries()
+REPO_ROOT = Path(__file__).resolve().parents[2]
+READ_PY = REPO_ROOT / "spark_jobs" / "read.py"
+
+pytestmark = pytest.mark.spark
+
+
+def _assert_matches(query: ConformanceQuery, result) -> None:
+    assert result.column_names == query.result_columns
+    assert result.num_rows == query.row_count
+    checksum, columns = table_checksum(result, query.result_columns)
+    differing = [c for c in query.result_columns if columns[c] != query.column_checksums.get(c)]
+    assert checksum == query.checksum, f"columns that differ: {differing}"
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=[q.id for q in QUERIES])
+def test_load_returns_javas_rows(spark, conformance_catalog, query: ConformanceQuery) -> None:
+    frame = read_job.load(
+        spark,
+        "conformance",
+        query.table,
+        columns=query.select,
+        row_filter=query.where,
+        snapshot_id=query.snapshot_id,
+        as_of=query.as_of_timestamp_ms,
+    )
+    _assert_matches(query, frame.toArrow())
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=[q.id for q in QUERIES])
+def test_read_job_writes_javas_rows(spark, conformance_catalog, tmp_path, query: ConformanceQuery) -> None:
+    output = tmp_path / "out"
+    argv = ["--catalog", "conformance", "--table", query.table, "--output", str(output)]
+    if query.select:
+        argv += ["--columns", ",".join(query.select)]
+    if query.where:
+        argv += ["--filter", query.where]
+    if query.snapshot_id is not None:
+        argv += ["--snapshot-id", str(query.snapshot_id)]
+    if query.as_of_timestamp_ms is not None:
+        argv += ["--as-of", str(query.as_of_timestamp_ms)]
+    result = read_job.main(argv)
+    assert result["rows_out"] == query.row_count
+    assert result["snapshot_id"] == (query.resolves_to_snapshot_id or query.snapshot_id or result["snapshot_id"])
+    _assert_matches(query, pq.read_table(output))
+
+
+def test_pushed_spark_filters_give_the_same_rows_as_spark_filtering(spark, conformance_catalog) -> None:
+    """With Python filter pushdown on, Spark's own filters are pushed where exact and the result does not change."""
+    from spark_jobs.engine.spark_scan import FILTER_PUSHDOWN_CONF
+
+    condition = "category IN ('a', 'c') AND id >= 20000 AND id < 60000 AND note IS NOT NULL AND qty != 7"
+    spark.conf.set(FILTER_PUSHDOWN_CONF, "false")
+    try:
+        expected = read_job.load(spark, "conformance", "corpus.mor_v2_pos").filter(condition).toArrow()
+        spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
+        pushed_frame = read_job.load(spark, "conformance", "corpus.mor_v2_pos").filter(condition)
+        plan = pushed_frame._jdf.queryExecution().executedPlan().toString()
+        pushed = pushed_frame.toArrow()
+    finally:
+        spark.conf.set(FILTER_PUSHDOWN_CONF, "false")
+    assert "BatchScan" in plan
+    assert expected.num_rows > 0
+    columns = expected.column_names
+    assert table_checksum(pushed, columns) == table_checksum(expected, columns)
+
+
+def test_read_job_refuses_bad_input_and_writes_nothing(spark, conformance_catalog, tmp_path) -> None:
+    output = tmp_path / "never"
+    with pytest.raises(UsageError):
+        read_job.main(["--catalog", "conformance", "--table", "corpus.v1_cow", "--output", str(output),
+                       "--snapshot-id", "1", "--ref", "main"])
+    with pytest.raises(Exception, match="has no column 'nope'"):
+        read_job.main(["--catalog", "conformance", "--table", "corpus.v1_cow", "--output", str(output),
+                       "--columns", "id,nope"])
+    assert not output.exists()
+
+
+def _spark_submit(args: list[str], *, master: str = "local[2]", timeout: int = 600) -> subprocess.CompletedProcess:
+    command = [str(spark_home() / "bin" / "spark-submit"), "--master", master,
+               "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
+               str(READ_PY), *args]
+    return subprocess.run(command, env=spark_process_env(), capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+def _last_json_line(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog, tmp_path) -> None:
+    query = next(q for q in QUERIES if q.id == "corpus.v2_eq_deletes-filter_projection")
+    output = tmp_path / "out"
+    done = _spark_submit(["--catalog", "conformance", "--table", query.table, "--columns", ",".join(query.select),
+                          "--filter", query.where, "--output", str(output), "--output-format", "parquet"])
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = _last_json_line(done.stdout)
+    assert result["status"] == "ok"
+    assert result["rows_out"] == query.row_count
+    counters = result["counters"]
+    assert counters["rows_deleted_by_equality_deletes"] > 0
+    assert counters["files_opened"] > 0
+    _assert_matches(query, pq.read_table(output))
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--table", "corpus.v1_cow"], "the following arguments are required: --catalog"),
+        (["--catalog", "conformance", "--table", "corpus.v1_cow", "--snapshot-id", "123"], "corpus.v1_cow"),
+        (["--catalog", "conformance", "--table", "corpus.missing"], "corpus.missing"),
+        (["--catalog", "conformance", "--table", "corpus.v1_cow", "--filter", "id >"], "does not parse"),
+    ],
+    ids=["missing-catalog", "unknown-snapshot", "unknown-table", "bad-filter"],
+)
+def test_spark_submit_bad_input_exits_2_with_one_line(conformance_catalog, tmp_path, args, reason) -> None:
+    output = tmp_path / "out"
+    done = _spark_submit([*args, "--output", str(output)])
+    assert done.returncode == 2, done.stderr[-4000:]
+    # spark-submit merges the Python driver's stderr into its stdout, and the JVM may print after Python exits:
+    # the reason is the one line that starts with "error: ".
+    reasons = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error: ")]
+    assert len(reasons) == 1 and reason in reasons[0], done.stderr[-4000:]
+    assert not output.exists()
+
+
+@pytest.mark.standalone
+def test_spark_submit_read_on_the_standalone_cluster(spark_standalone, conformance_catalog, tmp_path) -> None:
+    query = next(q for q in QUERIES if q.id == "corpus.mor_v3_dv-full_scan")
+    output = tmp_path / "out"
+    done = _spark_submit(["--catalog", "conformance", "--table", query.table, "--output", str(output)],
+                         master=spark_standalone.master_url)
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = _last_json_line(done.stdout)
+    assert result["counters"]["rows_deleted_by_deletion_vectors"] > 0
+    _assert_matches(query, pq.read_table(output))
