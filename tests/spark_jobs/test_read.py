@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -89,20 +88,42 @@ def test_pushed_spark_filters_give_the_same_rows_as_spark_filtering(spark, confo
 def test_read_job_refuses_bad_input_and_writes_nothing(spark, conformance_catalog, tmp_path) -> None:
     output = tmp_path / "never"
     with pytest.raises(UsageError):
-        read_job.main(["--catalog", "conformance", "--table", "corpus.v1_cow", "--output", str(output),
-                       "--snapshot-id", "1", "--ref", "main"])
+        read_job.main(
+            [
+                "--catalog",
+                "conformance",
+                "--table",
+                "corpus.v1_cow",
+                "--output",
+                str(output),
+                "--snapshot-id",
+                "1",
+                "--ref",
+                "main",
+            ]
+        )
     with pytest.raises(Exception, match="has no column 'nope'"):
-        read_job.main(["--catalog", "conformance", "--table", "corpus.v1_cow", "--output", str(output),
-                       "--columns", "id,nope"])
+        read_job.main(
+            ["--catalog", "conformance", "--table", "corpus.v1_cow", "--output", str(output), "--columns", "id,nope"]
+        )
     assert not output.exists()
 
 
 def _spark_submit(args: list[str], *, master: str = "local[2]", timeout: int = 600) -> subprocess.CompletedProcess:
-    command = [str(spark_home() / "bin" / "spark-submit"), "--master", master,
-               "--conf", "spark.ui.enabled=false", "--conf", "spark.driver.host=127.0.0.1",
-               str(READ_PY), *args]
-    return subprocess.run(command, env=spark_process_env(), capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    command = [
+        str(spark_home() / "bin" / "spark-submit"),
+        "--master",
+        master,
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.driver.host=127.0.0.1",
+        str(READ_PY),
+        *args,
+    ]
+    return subprocess.run(
+        command, env=spark_process_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
 
 
 def _last_json_line(stdout: str) -> dict:
@@ -112,8 +133,22 @@ def _last_json_line(stdout: str) -> dict:
 def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog, tmp_path) -> None:
     query = next(q for q in QUERIES if q.id == "corpus.v2_eq_deletes-filter_projection")
     output = tmp_path / "out"
-    done = _spark_submit(["--catalog", "conformance", "--table", query.table, "--columns", ",".join(query.select),
-                          "--filter", query.where, "--output", str(output), "--output-format", "parquet"])
+    done = _spark_submit(
+        [
+            "--catalog",
+            "conformance",
+            "--table",
+            query.table,
+            "--columns",
+            ",".join(query.select),
+            "--filter",
+            query.where,
+            "--output",
+            str(output),
+            "--output-format",
+            "parquet",
+        ]
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     result = _last_json_line(done.stdout)
     assert result["status"] == "ok"
@@ -149,8 +184,10 @@ def test_spark_submit_bad_input_exits_2_with_one_line(conformance_catalog, tmp_p
 def test_spark_submit_read_on_the_standalone_cluster(spark_standalone, conformance_catalog, tmp_path) -> None:
     query = next(q for q in QUERIES if q.id == "corpus.mor_v3_dv-full_scan")
     output = tmp_path / "out"
-    done = _spark_submit(["--catalog", "conformance", "--table", query.table, "--output", str(output)],
-                         master=spark_standalone.master_url)
+    done = _spark_submit(
+        ["--catalog", "conformance", "--table", query.table, "--output", str(output)],
+        master=spark_standalone.master_url,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     result = _last_json_line(done.stdout)
     assert result["counters"]["rows_deleted_by_deletion_vectors"] > 0
