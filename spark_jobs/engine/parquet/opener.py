@@ -24,9 +24,11 @@ this count does not depend on the filter, except through pruning).
 
 from __future__ import annotations
 
+import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import numpy as np
 import pyarrow as pa
@@ -155,9 +157,9 @@ def _map_ahead(
     decode: Callable[[int], tuple[pa.Table | None, ScanMetrics]], row_groups: list[int]
 ) -> Iterator[tuple[pa.Table | None, ScanMetrics]]:
     """``map(decode, row_groups)`` in order, with up to ``READ_AHEAD_THREADS`` row groups decoding ahead."""
-    pool = ThreadPoolExecutor(max_workers=READ_AHEAD_THREADS, thread_name_prefix="parquet-read-ahead")
+    pool = _read_ahead_pool()
+    pending: deque[Future] = deque()
     try:
-        pending: deque[Future] = deque()
         for row_group in row_groups:
             pending.append(pool.submit(decode, row_group))
             if len(pending) > READ_AHEAD_THREADS:
@@ -165,7 +167,25 @@ def _map_ahead(
         while pending:
             yield pending.popleft().result()
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        for future in pending:
+            future.cancel()
+        wait(pending)  # nothing may still read the file once the caller closes it
+
+
+_READ_AHEAD_POOLS: dict[int, ThreadPoolExecutor] = {}
+_READ_AHEAD_POOLS_LOCK = threading.Lock()
+
+
+def _read_ahead_pool() -> ThreadPoolExecutor:
+    """The process's decoding threads, created on first use (and again in a forked child, which has none)."""
+    process_id = os.getpid()
+    with _READ_AHEAD_POOLS_LOCK:
+        pool = _READ_AHEAD_POOLS.get(process_id)
+        if pool is None:
+            _READ_AHEAD_POOLS.clear()
+            pool = ThreadPoolExecutor(max_workers=READ_AHEAD_THREADS, thread_name_prefix="parquet-read-ahead")
+            _READ_AHEAD_POOLS[process_id] = pool
+        return pool
 
 
 def _file_layout(footer: ParquetFooter) -> tuple[list[LeafColumn], Schema]:
