@@ -369,7 +369,7 @@ def _surviving_rows(
             metrics.rows_pruned_by_late_materialization += removed
         if removed == alive_count:
             break
-    return alive
+    return None if alive is not None and alive.all() else alive  # every row survived: nothing to select
 
 
 def _sorted_field_ids(row_group: pq.RowGroupMetaData, resolver: FileColumnResolver) -> frozenset[int]:
