@@ -24,11 +24,7 @@ this count does not depend on the filter, except through pruning).
 
 from __future__ import annotations
 
-import os
-import threading
-from collections import deque
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -47,22 +43,21 @@ from spark_jobs.engine.parquet.page_index import prune_by_page_index
 from spark_jobs.engine.parquet.predicates import (
     Constant,
     FilterNode,
-    ValueBounds,
     must_match,
     must_match_tree,
     referenced_field_ids,
     translate_filter,
 )
-from spark_jobs.engine.parquet.row_filter import FilterConjunct, filter_conjuncts, order_by_cost
-from spark_jobs.engine.parquet.row_group_filter import prune_by_statistics, statistics_bounds
-from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns, as_array
+from spark_jobs.engine.parquet.read_ahead import map_ahead
+from spark_jobs.engine.parquet.row_filter import FilterConjunct, filter_conjuncts, surviving_rows
+from spark_jobs.engine.parquet.row_group_filter import FieldStatistics, prune_by_statistics
+from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns
 from spark_jobs.engine.parquet.row_selection import select_rows
 from spark_jobs.engine.row_predicate import RowPredicate
 from spark_jobs.engine.schema_projection import file_schema_of, output_arrow_schema
 from spark_jobs.engine.tasks import DataFileSlice
 
 DELETED_POSITIONS_KINDS = ("position_deletes", "deletion_vectors")
-READ_AHEAD_THREADS = 2  # row groups decoded concurrently on the plain path (no filter, no row predicates)
 
 
 def read_data_file(
@@ -99,7 +94,7 @@ def read_data_file(
         metadata = footer.metadata
         leaves, file_schema = _file_layout(footer)
         resolver = FileColumnResolver(read_schema, file_schema, leaves, data_file.partition_constants)
-        field_statistics = _FieldStatistics(metadata, resolver, leaves, read_schema)
+        field_statistics = FieldStatistics(metadata, resolver, leaves, read_schema)
 
         plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
         metrics.row_groups_total += len(plan)
@@ -124,7 +119,7 @@ def read_data_file(
             parquet_file = pq.ParquetFile(stream, metadata=metadata)
             columns = RowGroupColumns(parquet_file, row_group, resolver, row_group_metrics, data_file.path)
             predicates = predicates_by_row_group[row_group]
-            keep = _surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
+            keep = surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
             if keep is not None and not keep.any():
                 return None, row_group_metrics
             columns.load(output_top_level_ids)
@@ -138,7 +133,7 @@ def read_data_file(
         no_predicates = not any(predicates_by_row_group.values())
         read_ahead = no_predicates and len(scanned) > 1 and isinstance(stream, pa.NativeFile)
         if read_ahead:
-            decoded = _map_ahead(lambda row_group: decode_row_group(row_group, ScanMetrics()), scanned)
+            decoded = map_ahead(lambda row_group: decode_row_group(row_group, ScanMetrics()), scanned)
         else:
             decoded = (decode_row_group(row_group, metrics) for row_group in scanned)
         try:
@@ -151,41 +146,6 @@ def read_data_file(
                 yield from table.to_batches(max_chunksize=batch_size)
         finally:
             decoded.close()  # a consumer that stops early: let decoding threads finish before the file closes
-
-
-def _map_ahead(
-    decode: Callable[[int], tuple[pa.Table | None, ScanMetrics]], row_groups: list[int]
-) -> Iterator[tuple[pa.Table | None, ScanMetrics]]:
-    """``map(decode, row_groups)`` in order, with up to ``READ_AHEAD_THREADS`` row groups decoding ahead."""
-    pool = _read_ahead_pool()
-    pending: deque[Future] = deque()
-    try:
-        for row_group in row_groups:
-            pending.append(pool.submit(decode, row_group))
-            if len(pending) > READ_AHEAD_THREADS:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        for future in pending:
-            future.cancel()
-        wait(pending)  # nothing may still read the file once the caller closes it
-
-
-_READ_AHEAD_POOLS: dict[int, ThreadPoolExecutor] = {}
-_READ_AHEAD_POOLS_LOCK = threading.Lock()
-
-
-def _read_ahead_pool() -> ThreadPoolExecutor:
-    """The process's decoding threads, created on first use (and again in a forked child, which has none)."""
-    process_id = os.getpid()
-    with _READ_AHEAD_POOLS_LOCK:
-        pool = _READ_AHEAD_POOLS.get(process_id)
-        if pool is None:
-            _READ_AHEAD_POOLS.clear()
-            pool = ThreadPoolExecutor(max_workers=READ_AHEAD_THREADS, thread_name_prefix="parquet-read-ahead")
-            _READ_AHEAD_POOLS[process_id] = pool
-        return pool
 
 
 def _file_layout(footer: ParquetFooter) -> tuple[list[LeafColumn], Schema]:
@@ -219,48 +179,12 @@ def _prune_by_range(
             metrics.row_groups_pruned_by_range += 1
 
 
-class _FieldStatistics:
-    """Per file: the leaf column holding a filter field (when the file has one) and what metadata says about it."""
-
-    def __init__(
-        self,
-        metadata: pq.FileMetaData,
-        resolver: FileColumnResolver,
-        leaves: list[LeafColumn],
-        read_schema: Schema,
-    ) -> None:
-        self.metadata = metadata
-        self.resolver = resolver
-        self.leaf_by_field_id = {leaf.field_id: leaf for leaf in leaves if leaf.field_id is not None}
-        self.read_schema = read_schema
-
-    def leaf_of_field(self, field_id: int) -> LeafColumn | None:
-        """The file's leaf column for a field the reader takes from the file; None for constants and missing ones."""
-        resolver = self.resolver
-        if field_id in resolver.constants or resolver.paths[field_id].top_level_field_id not in resolver.file_fields:
-            return None
-        return self.leaf_by_field_id.get(field_id)
-
-    def bounds_of(self, row_group: int, field_id: int) -> ValueBounds | None:
-        """What the row group's statistics (or the field's absence) say about the field; None when nothing."""
-        row_count = self.metadata.row_group(row_group).num_rows
-        top_level_id = self.resolver.paths[field_id].top_level_field_id
-        if top_level_id in self.resolver.constants:
-            return ValueBounds(row_count, row_count) if self.resolver.constants[top_level_id] is None else None
-        leaf = self.leaf_of_field(field_id)
-        if leaf is not None:
-            return statistics_bounds(self.metadata.row_group(row_group), leaf)
-        if self.read_schema.find_field(field_id).initial_default is None:
-            return ValueBounds(row_count, row_count)  # a field the file lacks reads as NULL
-        return None
-
-
 def _prune_by_metadata(
     plan: AccessPlan,
     filter_node: FilterNode,
     *,
     footer: ParquetFooter,
-    field_statistics: _FieldStatistics,
+    field_statistics: FieldStatistics,
     stream: InputStream,
     metrics: ScanMetrics,
 ) -> None:
@@ -306,7 +230,7 @@ def _predicates_to_evaluate(
     filter_node: FilterNode,
     row_predicates: Sequence[RowPredicate],
     row_group: int,
-    field_statistics: _FieldStatistics,
+    field_statistics: FieldStatistics,
 ) -> list[RowPredicate]:
     """The row predicates plus the filter conjuncts the row group's statistics do not prove for every row."""
 
@@ -317,72 +241,6 @@ def _predicates_to_evaluate(
         )
 
     return [*row_predicates, *(conjunct for conjunct in filter_conjuncts(filter_node) if not proven(conjunct))]
-
-
-def _surviving_rows(
-    columns: RowGroupColumns,
-    selection: str | np.ndarray | None,
-    predicates: list[RowPredicate],
-    resolver: FileColumnResolver,
-    metrics: ScanMetrics,
-) -> np.ndarray | None:
-    """A boolean mask of the row group's rows to keep (None = all), evaluating predicates on survivors only.
-
-    While most rows are alive a predicate runs on whole columns and its answer is ANDed in (cheaper than gathering
-    the survivors first); once fewer than half are alive, it runs on the gathered survivors only.
-    """
-    alive = None if selection is None or isinstance(selection, str) else selection
-    if not predicates:
-        return alive
-    alive = None if alive is None else alive.copy()  # updated in place below
-    row_group_metadata = columns.row_group_metadata
-    sorted_field_ids = _sorted_field_ids(row_group_metadata, resolver)
-
-    def cost_of_fields(field_ids: frozenset[int]) -> int:
-        unread = [field_id for field_id in resolver.top_level_ids(field_ids) if field_id not in columns.columns]
-        return resolver.compressed_bytes(row_group_metadata, unread)
-
-    deletes = [predicate for predicate in predicates if predicate.kind == "equality_delete"]
-    filters = [predicate for predicate in predicates if predicate.kind != "equality_delete"]
-    row_count = columns.num_rows
-    for predicate in [
-        *order_by_cost(deletes, cost_of_fields),
-        *order_by_cost(filters, cost_of_fields, sorted_field_ids),
-    ]:
-        columns.load(resolver.top_level_ids(predicate.field_ids))
-        alive_count = row_count if alive is None else int(np.count_nonzero(alive))
-        if alive is None or alive_count * 2 >= row_count:
-            predicate_columns = {field_id: as_array(columns.field_column(field_id)) for field_id in predicate.field_ids}
-            keep = np.asarray(predicate.keep_mask(predicate_columns, row_count), dtype=bool)
-            alive = keep if alive is None else alive & keep
-        else:
-            alive_rows = np.flatnonzero(alive)
-            predicate_columns = {
-                field_id: as_array(columns.field_column(field_id).take(alive_rows)) for field_id in predicate.field_ids
-            }
-            keep = np.asarray(predicate.keep_mask(predicate_columns, len(alive_rows)), dtype=bool)
-            alive[alive_rows] = keep
-        removed = alive_count - int(np.count_nonzero(alive))
-        if predicate.kind == "equality_delete":
-            metrics.rows_deleted_by_equality_deletes += removed
-        else:
-            metrics.rows_pruned_by_late_materialization += removed
-        if removed == alive_count:
-            break
-    return None if alive is not None and alive.all() else alive  # every row survived: nothing to select
-
-
-def _sorted_field_ids(row_group: pq.RowGroupMetaData, resolver: FileColumnResolver) -> frozenset[int]:
-    """The field id of the column the row group is sorted on first, when the writer recorded one."""
-    sorting_columns = row_group.sorting_columns
-    if not sorting_columns:
-        return frozenset()
-    first_leaf = sorting_columns[0].column_index
-    for leaves in resolver.leaves_by_top_level_id.values():
-        for leaf in leaves:
-            if leaf.index == first_leaf and leaf.field_id is not None:
-                return frozenset((leaf.field_id,))
-    return frozenset()
 
 
 __all__ = ["ALL_ROWS", "DELETED_POSITIONS_KINDS", "read_data_file", "row_group_start_offset"]

@@ -4,8 +4,8 @@
    (``FilterConjunct``) naming the field ids it needs. Equality delete sets are row predicates too.
 2. Order predicates per row group by cost: the compressed bytes of the columns they still need to read (columns
    read for an earlier predicate are free); predicates on the column the file is sorted on go first.
-3. The reader (``opener``) reads a predicate's columns, evaluates it on the rows not yet rejected, and stops as
-   soon as no row survives; the other projected columns are read only when some row does.
+3. ``surviving_rows`` reads a predicate's columns, evaluates it on the rows not yet rejected, and stops as soon as
+   no row survives; the opener reads the other projected columns only when some row does.
 
 Leaf semantics are those stated in ``predicates``: every leaf yields a definite True/False per row (NULL counts as
 False except for IS NULL and NOT NAN), which after ``rewrite_not`` gives the same rows as SQL three-valued logic.
@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
+from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.predicates import (
     ColumnPredicate,
     FilterNode,
@@ -28,6 +30,7 @@ from spark_jobs.engine.parquet.predicates import (
     referenced_field_ids,
     split_conjuncts,
 )
+from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns, as_array
 from spark_jobs.engine.row_predicate import RowPredicate
 
 ArrowColumn = pa.Array | pa.ChunkedArray
@@ -198,3 +201,69 @@ def order_by_cost(
         predicates,
         key=lambda predicate: (not (predicate.field_ids & sorted_field_ids), cost_of_fields(predicate.field_ids)),
     )
+
+
+def surviving_rows(
+    columns: RowGroupColumns,
+    selection: str | np.ndarray | None,
+    predicates: list[RowPredicate],
+    resolver: FileColumnResolver,
+    metrics: ScanMetrics,
+) -> np.ndarray | None:
+    """A boolean mask of the row group's rows to keep (None = all), evaluating predicates on survivors only.
+
+    While most rows are alive a predicate runs on whole columns and its answer is ANDed in (cheaper than gathering
+    the survivors first); once fewer than half are alive, it runs on the gathered survivors only.
+    """
+    alive = None if selection is None or isinstance(selection, str) else selection
+    if not predicates:
+        return alive
+    alive = None if alive is None else alive.copy()  # updated in place below
+    row_group_metadata = columns.row_group_metadata
+    sort_column_ids = sort_column_field_ids(row_group_metadata, resolver)
+
+    def cost_of_fields(field_ids: frozenset[int]) -> int:
+        unread = [field_id for field_id in resolver.top_level_ids(field_ids) if field_id not in columns.columns]
+        return resolver.compressed_bytes(row_group_metadata, unread)
+
+    deletes = [predicate for predicate in predicates if predicate.kind == "equality_delete"]
+    filters = [predicate for predicate in predicates if predicate.kind != "equality_delete"]
+    row_count = columns.num_rows
+    for predicate in [
+        *order_by_cost(deletes, cost_of_fields),
+        *order_by_cost(filters, cost_of_fields, sort_column_ids),
+    ]:
+        columns.load(resolver.top_level_ids(predicate.field_ids))
+        alive_count = row_count if alive is None else int(np.count_nonzero(alive))
+        if alive is None or alive_count * 2 >= row_count:
+            predicate_columns = {field_id: as_array(columns.field_column(field_id)) for field_id in predicate.field_ids}
+            keep = np.asarray(predicate.keep_mask(predicate_columns, row_count), dtype=bool)
+            alive = keep if alive is None else alive & keep
+        else:
+            alive_rows = np.flatnonzero(alive)
+            predicate_columns = {
+                field_id: as_array(columns.field_column(field_id).take(alive_rows)) for field_id in predicate.field_ids
+            }
+            keep = np.asarray(predicate.keep_mask(predicate_columns, len(alive_rows)), dtype=bool)
+            alive[alive_rows] = keep
+        removed = alive_count - int(np.count_nonzero(alive))
+        if predicate.kind == "equality_delete":
+            metrics.rows_deleted_by_equality_deletes += removed
+        else:
+            metrics.rows_pruned_by_late_materialization += removed
+        if removed == alive_count:
+            break
+    return None if alive is not None and alive.all() else alive  # every row survived: nothing to select
+
+
+def sort_column_field_ids(row_group: pq.RowGroupMetaData, resolver: FileColumnResolver) -> frozenset[int]:
+    """The field id of the column the row group is sorted on first, when the writer recorded one."""
+    sorting_columns = row_group.sorting_columns
+    if not sorting_columns:
+        return frozenset()
+    first_leaf = sorting_columns[0].column_index
+    for leaves in resolver.leaves_by_top_level_id.values():
+        for leaf in leaves:
+            if leaf.index == first_leaf and leaf.field_id is not None:
+                return frozenset((leaf.field_id,))
+    return frozenset()

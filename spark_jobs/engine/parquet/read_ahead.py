@@ -1,0 +1,55 @@
+"""Decode row groups ahead of the consumer on a small process-wide thread pool (the plain read path).
+
+When a row group needs no predicate, decoding it is the whole cost, and pyarrow releases the GIL while it decodes:
+
+1. Submit the decode of up to ``READ_AHEAD_THREADS + 1`` row groups, in file order, to the process's pool.
+2. Hand results back strictly in order, submitting the next row group each time one is taken.
+3. When the consumer stops early, cancel what has not started and wait for what has, so that nothing reads the
+   file after its owner closes it.
+4. The pool is created on first use per process id: a forked Python worker gets its own threads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TypeVar
+
+READ_AHEAD_THREADS = 2  # row groups decoded concurrently on the plain path (no filter, no row predicates)
+T = TypeVar("T")
+
+
+def map_ahead(decode: Callable[[int], T], row_groups: list[int]) -> Iterator[T]:
+    """``map(decode, row_groups)`` in order, with up to ``READ_AHEAD_THREADS`` row groups decoding ahead."""
+    pool = _read_ahead_pool()
+    pending: deque[Future] = deque()
+    try:
+        for row_group in row_groups:
+            pending.append(pool.submit(decode, row_group))
+            if len(pending) > READ_AHEAD_THREADS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        wait(pending)  # nothing may still read the file once the caller closes it
+
+
+_READ_AHEAD_POOLS: dict[int, ThreadPoolExecutor] = {}
+_READ_AHEAD_POOLS_LOCK = threading.Lock()
+
+
+def _read_ahead_pool() -> ThreadPoolExecutor:
+    """The process's decoding threads, created on first use (and again in a forked child, which has none)."""
+    process_id = os.getpid()
+    with _READ_AHEAD_POOLS_LOCK:
+        pool = _READ_AHEAD_POOLS.get(process_id)
+        if pool is None:
+            _READ_AHEAD_POOLS.clear()
+            pool = ThreadPoolExecutor(max_workers=READ_AHEAD_THREADS, thread_name_prefix="parquet-read-ahead")
+            _READ_AHEAD_POOLS[process_id] = pool
+        return pool
