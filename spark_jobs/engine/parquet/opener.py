@@ -116,7 +116,8 @@ def read_data_file(
 
         def decode_row_group(row_group: int, row_group_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
             # Own reader (and, when decoding ahead, own counters) per call: row groups may decode on several threads.
-            parquet_file = pq.ParquetFile(stream, metadata=metadata)
+            # pre_buffer coalesces the column chunk reads of one call into few ranged reads (object stores).
+            parquet_file = pq.ParquetFile(stream, metadata=metadata, pre_buffer=True)
             columns = RowGroupColumns(parquet_file, row_group, resolver, row_group_metrics, data_file.path)
             predicates = predicates_by_row_group[row_group]
             keep = surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
