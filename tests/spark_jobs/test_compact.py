@@ -1,0 +1,147 @@
+"""The compact job: ``--dry-run`` prints the bin-pack plan as the last JSON line and commits nothing.
+
+In-process through ``main``/``run_job`` for the plan, and as a real ``spark-submit`` for the exit-code contract.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from spark_jobs import compact as compact_job
+from spark_jobs.engine.errors import UserInputError
+from spark_jobs.job_support import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, run_job
+from tests.support.services import spark_home, spark_process_env
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+COMPACT_PY = REPO_ROOT / "spark_jobs" / "compact.py"
+SMALL_FILES = ["--catalog", "conformance", "--table", "corpus.small_files"]
+MIB = 1024 * 1024
+
+
+def test_dry_run_plans_the_small_files_table(conformance_catalog):
+    table = conformance_catalog.load_table("corpus.small_files")
+    before = table.metadata_location
+    result = compact_job.main([*SMALL_FILES, "--dry-run", "--target-file-size-bytes", str(MIB)])
+    assert result["status"] == "ok" and result["dry_run"] is True and result["operation"] == "replace"
+    assert result["snapshot_id"] == table.current_snapshot().snapshot_id
+    assert result["options"]["target-file-size-bytes"] == MIB
+    assert result["options"]["min-file-size-bytes"] == int(MIB * 0.75)
+    assert (result["file_groups"], result["rewritten_data_files"], result["rewritten_bytes"]) == (1, 2000, 10460022)
+    assert result["expected_output_files"] == 10
+    assert result["groups"] == [
+        {
+            "global_index": 1,
+            "partition_index": 1,
+            "partition": {},
+            "input_files": 2000,
+            "input_bytes": 10460022,
+            "input_rows": 200000,
+            "delete_files": 0,
+            "expected_output_files": 10,
+            "input_split_size": 10460022 // 10 + 5 * 1024,
+        }
+    ]
+    assert result["expected_commits"] == 1
+    assert conformance_catalog.load_table("corpus.small_files").metadata_location == before
+
+
+def test_dry_run_with_group_size_partial_progress_and_where(conformance_catalog):
+    result = compact_job.main(
+        [
+            *SMALL_FILES,
+            "--dry-run",
+            "--target-file-size-bytes",
+            str(MIB),
+            "--max-file-group-size-bytes",
+            str(2 * MIB),
+            "--partial-progress",
+            "--max-commits",
+            "2",
+        ]
+    )
+    assert result["file_groups"] == 5 and result["groups_per_commit"] == 3 and result["expected_commits"] == 2
+    assert [group["global_index"] for group in result["groups"]] == [1, 2, 3, 4, 5]
+    filtered = compact_job.main([*SMALL_FILES, "--dry-run", "--where", "id < 100", "--min-input-files", "2"])
+    assert 0 < filtered["candidate_data_files"] < 2000
+    assert filtered["rewritten_data_files"] == filtered["candidate_data_files"]
+
+
+def test_dry_run_of_a_table_with_deletes_counts_its_delete_files(conformance_catalog):
+    result = compact_job.main(["--catalog", "conformance", "--table", "corpus.v2_eq_deletes", "--dry-run"])
+    # 12 small files in one unpartitioned group; every live delete file of the table applies to some of them
+    assert (result["file_groups"], result["rewritten_data_files"]) == (1, 12)
+    assert result["delete_files"] == result["groups"][0]["delete_files"] > 0
+
+
+def test_nothing_to_rewrite_is_an_empty_plan(conformance_catalog):
+    result = compact_job.main([*SMALL_FILES, "--dry-run", "--min-file-size-bytes", "0", "--min-input-files", "5000"])
+    assert result["file_groups"] == 0 and result["groups"] == [] and result["operation"] is None
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["--max-commits", "3"], "--max-commits needs --partial-progress"),
+        (["--target-file-size-bytes", "100", "--min-file-size-bytes", "200"], "must be > 'min-file-size-bytes'"),
+        (["--delete-ratio-threshold", "2"], "'delete-ratio-threshold' is set to 2.0 but must be <= 1"),
+        (["--min-input-files", "many"], "invalid int value"),
+    ],
+)
+def test_bad_options_are_usage_errors(conformance_catalog, args, reason):
+    with pytest.raises(UserInputError, match=reason):
+        compact_job.main([*SMALL_FILES, "--dry-run", *args])
+
+
+def test_without_dry_run_the_job_fails_until_rewriting_lands(conformance_catalog, capsys):
+    table = conformance_catalog.load_table("corpus.small_files")
+    before = table.metadata_location
+    exit_code = run_job("compact", lambda: compact_job.main(SMALL_FILES))
+    assert exit_code == EXIT_FAILURE
+    reasons = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(reasons) == 1 and "rewriting is not implemented yet; use --dry-run" in reasons[0]
+    assert conformance_catalog.load_table("corpus.small_files").metadata_location == before
+
+
+# -- spark-submit ------------------------------------------------------------------------------------------------
+
+
+def _spark_submit(args: list[str]) -> subprocess.CompletedProcess:
+    command = [
+        str(spark_home() / "bin" / "spark-submit"),
+        "--master",
+        "local[1]",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.driver.host=127.0.0.1",
+        str(COMPACT_PY),
+        *args,
+    ]
+    return subprocess.run(command, env=spark_process_env(), capture_output=True, text=True, timeout=600, check=False)
+
+
+def _error_lines(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("error: ")]
+
+
+@pytest.mark.spark
+def test_spark_submit_dry_run_prints_the_plan_as_its_last_line(conformance_catalog):
+    done = _spark_submit([*SMALL_FILES, "--dry-run", "--target-file-size-bytes", str(4 * MIB)])
+    assert done.returncode == EXIT_OK, done.stderr[-4000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["job"], result["dry_run"], result["rewritten_data_files"]) == ("compact", True, 2000)
+    assert result["expected_output_files"] == 3
+
+
+@pytest.mark.spark
+def test_spark_submit_exit_codes_without_dry_run_and_on_bad_input(conformance_catalog):
+    done = _spark_submit(SMALL_FILES)
+    assert done.returncode == EXIT_FAILURE, done.stderr[-4000:]
+    assert len(_error_lines(done)) == 1 and "rewriting is not implemented yet" in _error_lines(done)[0]
+    bad = _spark_submit(["--catalog", "conformance", "--table", "corpus.missing", "--dry-run"])
+    assert bad.returncode == EXIT_USAGE, bad.stderr[-4000:]
+    assert len(_error_lines(bad)) == 1 and "corpus.missing" in _error_lines(bad)[0]
