@@ -51,6 +51,8 @@ def _column(attribute: tuple[str, ...]) -> str | None:
 
 def spark_filter_to_iceberg(spark_filter: spark_ds.Filter) -> BooleanExpression | None:
     """The pyiceberg expression equal to ``spark_filter`` under Spark SQL semantics, or None when not exact."""
+    if isinstance(spark_filter, spark_ds.Not):
+        return _negation(spark_filter.child)
     column = _column(getattr(spark_filter, "attribute", ()))
     if column is None:
         return None
@@ -73,8 +75,6 @@ def spark_filter_to_iceberg(spark_filter: spark_ds.Filter) -> BooleanExpression 
         return NotNull(column)
     if isinstance(spark_filter, spark_ds.StringStartsWith):
         return StartsWith(column, spark_filter.value) if isinstance(spark_filter.value, str) else None
-    if isinstance(spark_filter, spark_ds.Not):
-        return _negation(spark_filter.child)
     return None
 
 

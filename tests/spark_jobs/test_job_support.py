@@ -1,0 +1,47 @@
+"""The job contract helpers: usage errors, exit codes, the result line, and the engine zip for executors."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from spark_jobs.engine.errors import TableNotFoundError
+from spark_jobs.job_support import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, JobArgumentParser, UsageError, engine_zip, run_job
+
+
+def test_argument_errors_raise_usage_error() -> None:
+    parser = JobArgumentParser(prog="job")
+    parser.add_argument("--table", required=True)
+    with pytest.raises(UsageError, match="job: the following arguments are required: --table"):
+        parser.parse_args([])
+
+
+def test_success_prints_the_result_as_the_last_line(capsys) -> None:
+    assert run_job("demo", lambda: {"status": "ok", "rows": 3}) == EXIT_OK
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {"status": "ok", "rows": 3}
+
+
+def test_user_errors_exit_2_with_one_line(capsys) -> None:
+    def body() -> dict:
+        raise TableNotFoundError("catalog demo has no table ns.t;\n tables: ns.a")
+
+    assert run_job("demo", body) == EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "error: catalog demo has no table ns.t; tables: ns.a"
+
+
+def test_other_failures_exit_1_naming_the_job(capsys) -> None:
+    def body() -> dict:
+        raise RuntimeError("disk full")
+
+    assert run_job("demo", body) == EXIT_FAILURE
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: demo job failed: RuntimeError: disk full"
+
+
+def test_engine_zip_holds_the_whole_package() -> None:
+    with zipfile.ZipFile(engine_zip()) as archive:
+        names = set(archive.namelist())
+    assert {"spark_jobs/__init__.py", "spark_jobs/read.py", "spark_jobs/engine/scan.py"} <= names
+    assert any(name.startswith("spark_jobs/engine/parquet/") for name in names)
