@@ -1,0 +1,215 @@
+"""Expire old snapshots and delete the files only they referenced, by Iceberg Java's rules (``RemoveSnapshots``).
+
+Which snapshots stay (Java's ``internalApply``):
+
+1. Every ref (branch or tag) is kept, and so is the snapshot it points at. (Java also drops refs older than their
+   ``max-ref-age-ms``; its default is forever, and this job never drops refs.)
+2. Along each branch, from its head through its ancestors, a snapshot is kept while fewer than ``retain_last``
+   (the branch's ``min-snapshots-to-keep`` when set) are kept or its timestamp is at or after ``older_than``
+   (now minus the branch's ``max-snapshot-age-ms`` when set); the first one that fails ends the walk.
+3. A snapshot no ref reaches is kept when its timestamp is at or after ``older_than``.
+4. All others expire. Defaults as Java: ``older_than`` now minus ``history.expire.max-snapshot-age-ms`` (5 days),
+   ``retain_last`` ``history.expire.min-snapshots-to-keep`` (1).
+
+The commit goes through pyiceberg's ``ExpireSnapshots`` (it removes snapshots, their log entries and statistics
+entries; it deletes no file). Then the files are cleaned as Java's ``ReachableFileCleanup`` does, comparing the
+metadata before with the metadata after the commit:
+
+1. The manifest lists of expired snapshots.
+2. Manifests of expired snapshots that no remaining snapshot lists.
+3. Data and delete files live in those manifests and live in no manifest of a remaining snapshot.
+4. Statistics files whose entries the commit removed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.manifest import DataFileContent
+from pyiceberg.table import Table
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.snapshots import Snapshot
+
+from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
+from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
+
+MAX_SNAPSHOT_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
+MIN_SNAPSHOTS_TO_KEEP_PROPERTY = "history.expire.min-snapshots-to-keep"
+DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 60 * 60 * 1000
+DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
+
+
+@dataclass(frozen=True)
+class ExpiredFiles:
+    """The files an expiration removes, by kind (locations as the metadata spells them)."""
+
+    manifest_lists: frozenset[str]
+    manifests: frozenset[str]
+    data_files: frozenset[str]
+    position_delete_files: frozenset[str]
+    equality_delete_files: frozenset[str]
+    statistics_files: frozenset[str]
+
+    def all(self) -> set[str]:
+        """Every location, for deletion."""
+        return {
+            *self.manifest_lists,
+            *self.manifests,
+            *self.data_files,
+            *self.position_delete_files,
+            *self.equality_delete_files,
+            *self.statistics_files,
+        }
+
+    def counts(self) -> dict[str, int]:
+        """How many of each kind, named as Java's ExpireSnapshots result."""
+        return {
+            "deleted_data_files": len(self.data_files),
+            "deleted_position_delete_files": len(self.position_delete_files),
+            "deleted_equality_delete_files": len(self.equality_delete_files),
+            "deleted_manifests": len(self.manifests),
+            "deleted_manifest_lists": len(self.manifest_lists),
+            "deleted_statistics_files": len(self.statistics_files),
+        }
+
+
+@dataclass(frozen=True)
+class ExpirationResult:
+    """What an expiration did (or, in a dry run, would do)."""
+
+    expired_snapshot_ids: list[int]
+    retained_snapshot_ids: list[int]
+    files: ExpiredFiles
+    removal: RemovalOutcome | None  # None in a dry run
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as the maintain job's JSON."""
+        result: dict[str, Any] = {
+            "expired_snapshot_ids": self.expired_snapshot_ids,
+            "retained_snapshot_ids": self.retained_snapshot_ids,
+            **self.files.counts(),
+        }
+        if self.removal is not None:
+            result["files_already_gone"] = len(self.removal.already_gone)
+            result["files_failed"] = self.removal.failed
+        return result
+
+
+def snapshots_to_expire(table: Table, *, older_than_ms: int | None = None, retain_last: int | None = None) -> list[int]:
+    """Ids of the snapshots Java's rules expire (steps 1-4 of the module docstring), oldest first."""
+    metadata = table.metadata
+    properties = table.properties
+    now_ms = int(time.time() * 1000)
+    if older_than_ms is None:
+        older_than_ms = now_ms - _int_property(properties, MAX_SNAPSHOT_AGE_PROPERTY, DEFAULT_MAX_SNAPSHOT_AGE_MS)
+    if retain_last is None:
+        retain_last = _int_property(properties, MIN_SNAPSHOTS_TO_KEEP_PROPERTY, DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
+    if retain_last < 1:
+        raise UserInputError(f"retain-last must be at least 1, got {retain_last}")
+    retained: set[int] = set()
+    reachable_from_refs: set[int] = set()
+    for ref in metadata.refs.values():
+        retained.add(ref.snapshot_id)
+        if ref.snapshot_ref_type != SnapshotRefType.BRANCH:
+            reachable_from_refs.add(ref.snapshot_id)
+            continue
+        branch_older_than = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else older_than_ms
+        branch_keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else retain_last
+        ancestors = _ancestors(metadata, ref.snapshot_id)
+        reachable_from_refs.update(snapshot.snapshot_id for snapshot in ancestors)
+        kept_on_branch: set[int] = set()
+        for snapshot in ancestors:
+            if len(kept_on_branch) < branch_keep or snapshot.timestamp_ms >= branch_older_than:
+                kept_on_branch.add(snapshot.snapshot_id)
+            else:
+                break
+        retained |= kept_on_branch
+    for snapshot in metadata.snapshots:
+        if snapshot.snapshot_id not in reachable_from_refs and snapshot.timestamp_ms >= older_than_ms:
+            retained.add(snapshot.snapshot_id)
+    ordered = sorted(metadata.snapshots, key=lambda snapshot: (snapshot.timestamp_ms, snapshot.sequence_number or 0))
+    return [snapshot.snapshot_id for snapshot in ordered if snapshot.snapshot_id not in retained]
+
+
+def expire_snapshots(
+    table: Table, *, older_than_ms: int | None = None, retain_last: int | None = None, dry_run: bool = False
+) -> ExpirationResult:
+    """Expire by Java's rules, commit, then delete what only expired snapshots referenced (nothing in a dry run)."""
+    expired_ids = snapshots_to_expire(table, older_than_ms=older_than_ms, retain_last=retain_last)
+    before = table.metadata
+    if dry_run or not expired_ids:
+        after_snapshots = [s for s in before.snapshots if s.snapshot_id not in set(expired_ids)]
+        files = files_to_clean(table, before, before.snapshots, after_snapshots, after=None)
+        return ExpirationResult(expired_ids, [s.snapshot_id for s in after_snapshots], files, None)
+    table.maintenance.expire_snapshots().by_ids(expired_ids).commit()
+    table.refresh()
+    after = table.metadata
+    files = files_to_clean(table, before, before.snapshots, after.snapshots, after=after)
+    removal = remove_files(table.io, files.all())
+    after_ids = {snapshot.snapshot_id for snapshot in after.snapshots}
+    expired = [snapshot.snapshot_id for snapshot in before.snapshots if snapshot.snapshot_id not in after_ids]
+    return ExpirationResult(expired, sorted(after_ids), files, removal)
+
+
+def files_to_clean(
+    table: Table,
+    before: TableMetadata,
+    snapshots_before: list[Snapshot],
+    snapshots_after: list[Snapshot],
+    *,
+    after: TableMetadata | None,
+) -> ExpiredFiles:
+    """Files referenced only by the snapshots that are gone after the expiration (Java's ReachableFileCleanup)."""
+    after_ids = {snapshot.snapshot_id for snapshot in snapshots_after}
+    expired = [snapshot for snapshot in snapshots_before if snapshot.snapshot_id not in after_ids]
+    manifest_lists = frozenset(s.manifest_list for s in expired if s.manifest_list)
+    candidate_manifests = manifests_of(expired, table.io)
+    retained_manifests = manifests_of(snapshots_after, table.io) if candidate_manifests else {}
+    manifests_to_delete = {path: m for path, m in candidate_manifests.items() if path not in retained_manifests}
+    content: dict[str, DataFileContent] = {}
+    if manifests_to_delete:
+        content = live_content_files(manifests_to_delete.values(), table.io)
+        still_live = live_content_files(retained_manifests.values(), table.io)
+        content = {path: kind for path, kind in content.items() if path not in still_live}
+    statistics_after = (
+        {s.statistics_path for s in [*after.statistics, *after.partition_statistics]}
+        if after is not None
+        else {
+            s.statistics_path for s in [*before.statistics, *before.partition_statistics] if s.snapshot_id in after_ids
+        }
+    )
+    statistics_before = {s.statistics_path for s in [*before.statistics, *before.partition_statistics]}
+    return ExpiredFiles(
+        manifest_lists=manifest_lists,
+        manifests=frozenset(manifests_to_delete),
+        data_files=frozenset(p for p, kind in content.items() if kind == DataFileContent.DATA),
+        position_delete_files=frozenset(p for p, kind in content.items() if kind == DataFileContent.POSITION_DELETES),
+        equality_delete_files=frozenset(p for p, kind in content.items() if kind == DataFileContent.EQUALITY_DELETES),
+        statistics_files=frozenset(statistics_before - statistics_after),
+    )
+
+
+def _ancestors(metadata: TableMetadata, snapshot_id: int) -> list[Snapshot]:
+    """The snapshot and its ancestors, newest first, while the metadata still holds them."""
+    chain: list[Snapshot] = []
+    current = metadata.snapshot_by_id(snapshot_id)
+    while current is not None:
+        chain.append(current)
+        parent_id = current.parent_snapshot_id
+        current = metadata.snapshot_by_id(parent_id) if parent_id is not None else None
+    return chain
+
+
+def _int_property(properties: dict[str, str], key: str, default: int) -> int:
+    """An integer table property, or the default."""
+    raw = properties.get(key)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise UserInputError(f"table property {key} must be an integer, got {raw!r}") from None

@@ -1,0 +1,46 @@
+"""Delete files through the table's FileIO, in parallel, counting what was removed and what could not be."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pyiceberg.io import FileIO
+from pyiceberg.utils.concurrent import ExecutorFactory
+
+log = logging.getLogger("spark_jobs.maintenance")
+
+
+@dataclass
+class RemovalOutcome:
+    """Locations removed, already gone, and failed (with the reason), for the job's JSON line."""
+
+    removed: list[str] = field(default_factory=list)
+    already_gone: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def remove_files(io: FileIO, locations: Iterable[str]) -> RemovalOutcome:
+    """Delete each location; a missing file is not an error, any other failure is logged and reported."""
+    outcome = RemovalOutcome()
+    ordered = sorted(set(locations))
+    executor = ExecutorFactory.get_or_create()
+    for location, error in zip(ordered, executor.map(lambda path: _delete(io, path), ordered), strict=True):
+        if error is None:
+            outcome.removed.append(location)
+        elif isinstance(error, FileNotFoundError):
+            outcome.already_gone.append(location)
+        else:
+            log.warning("could not delete %s: %s", location, error)
+            outcome.failed[location] = f"{type(error).__name__}: {error}"
+    return outcome
+
+
+def _delete(io: FileIO, location: str) -> Exception | None:
+    """Delete one file; the exception instead of raising it, so one failure does not stop the others."""
+    try:
+        io.delete(location)
+    except Exception as error:  # reported per file by the caller
+        return error
+    return None

@@ -1,0 +1,102 @@
+"""Snapshot expiration by Iceberg Java's retention rules, and the cleanup of files only expired snapshots used."""
+
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.maintenance import expire_snapshots, snapshots_to_expire
+from spark_jobs.engine.read_session import open_read_session
+from tests.support.table_history import build_table_history
+
+
+def _local(location: str) -> Path:
+    return Path(urlparse(location).path)
+
+
+def _future_ms() -> int:
+    return int(time.time() * 1000) + 60_000
+
+
+def _data_files_of(table, snapshot_id: int) -> set[str]:
+    return {task.file.file_path for task in table.scan(snapshot_id=snapshot_id).plan_files()}
+
+
+def test_retain_last_keeps_the_newest_snapshots_and_deletes_what_only_expired_ones_used(sql_catalog):
+    history = build_table_history(sql_catalog)
+    table = history.table
+    ids = history.snapshot_ids
+    before_files = {sid: _data_files_of(table, sid) for sid in ids}
+    expired_manifest_lists = [_local(table.snapshot_by_id(sid).manifest_list) for sid in ids[:5]]
+    result = expire_snapshots(table, older_than_ms=_future_ms(), retain_last=2)
+
+    assert result.expired_snapshot_ids == ids[:5]
+    assert result.retained_snapshot_ids == sorted(ids[5:])
+    reloaded = sql_catalog.load_table("maint.events")
+    assert [s.snapshot_id for s in reloaded.snapshots()] == ids[5:]
+    # the c0 and c1 data files were only in expired snapshots; c2 and c3 are still read
+    only_expired = set().union(*(before_files[sid] for sid in ids[:5])) - before_files[ids[5]] - before_files[ids[6]]
+    assert len(only_expired) == 2 and result.files.data_files == only_expired
+    assert not any(_local(path).exists() for path in only_expired)
+    assert not any(path.exists() for path in expired_manifest_lists)
+    assert result.files.counts()["deleted_manifest_lists"] == 5 and result.removal.failed == {}
+    for sid in ids[5:]:
+        snapshot = reloaded.snapshot_by_id(sid)
+        assert _local(snapshot.manifest_list).exists()
+        assert all(_local(m.manifest_path).exists() for m in snapshot.manifests(reloaded.io))
+        assert all(_local(path).exists() for path in _data_files_of(reloaded, sid))
+        assert reloaded.scan(snapshot_id=sid).to_arrow().num_rows == history.rows_per_snapshot[sid]
+        ours = open_read_session(sql_catalog, "maint.events", snapshot_id=sid).to_arrow()
+        assert ours.num_rows == history.rows_per_snapshot[sid]
+
+
+def test_dry_run_reports_the_same_and_changes_nothing(sql_catalog):
+    history = build_table_history(sql_catalog)
+    table = history.table
+    files_before = sorted(p for p in history.directory.rglob("*") if p.is_file())
+    planned = expire_snapshots(table, older_than_ms=_future_ms(), retain_last=2, dry_run=True)
+    assert planned.removal is None
+    assert sorted(p for p in history.directory.rglob("*") if p.is_file()) == files_before
+    assert sql_catalog.load_table("maint.events").metadata_location == table.metadata_location
+    done = expire_snapshots(sql_catalog.load_table("maint.events"), older_than_ms=_future_ms(), retain_last=2)
+    assert planned.expired_snapshot_ids == done.expired_snapshot_ids
+    assert planned.files == done.files
+
+
+def test_older_than_keeps_newer_snapshots_and_retain_last_a_minimum(sql_catalog):
+    history = build_table_history(sql_catalog)
+    table = history.table
+    ids = history.snapshot_ids
+    timestamps = [table.snapshot_by_id(sid).timestamp_ms for sid in ids]
+    assert timestamps == sorted(timestamps) and len(set(timestamps)) == len(timestamps)
+    # snapshots at or after the 4th one's time stay; the walk stops at the first older one
+    assert snapshots_to_expire(table, older_than_ms=timestamps[3], retain_last=1) == ids[:3]
+    # retain-last wins over age: the 5 newest are kept even though all are older than the future cutoff
+    assert snapshots_to_expire(table, older_than_ms=_future_ms(), retain_last=5) == ids[:2]
+    assert snapshots_to_expire(table, older_than_ms=_future_ms(), retain_last=100) == []
+    # Java's default cutoff is 5 days ago: nothing here is that old
+    assert snapshots_to_expire(table) == []
+
+
+def test_refs_keep_their_snapshots_and_branches_their_own_minimum(sql_catalog):
+    history = build_table_history(sql_catalog)
+    table = history.table
+    s1, s2, s3, s4, s5, s6, s7 = history.snapshot_ids
+    table.manage_snapshots().create_tag(s2, "release").create_branch(s4, "audit", min_snapshots_to_keep=2).commit()
+    # main keeps s7; the tag keeps s2; the branch keeps its head s4 and its parent s3
+    assert snapshots_to_expire(table, older_than_ms=_future_ms(), retain_last=1) == [s1, s5, s6]
+    result = expire_snapshots(table, older_than_ms=_future_ms(), retain_last=1)
+    reloaded = sql_catalog.load_table("maint.events")
+    assert sorted(s.snapshot_id for s in reloaded.snapshots()) == sorted([s2, s3, s4, s7])
+    assert set(reloaded.metadata.refs) == {"main", "release", "audit"}
+    for sid in (s2, s3, s4, s7):
+        assert reloaded.scan(snapshot_id=sid).to_arrow().num_rows == history.rows_per_snapshot[sid]
+    assert result.files.data_files == set()  # every data file is still read by a kept snapshot
+
+
+def test_retain_last_must_be_positive(sql_catalog):
+    history = build_table_history(sql_catalog)
+    with pytest.raises(UserInputError, match="retain-last must be at least 1"):
+        snapshots_to_expire(history.table, retain_last=0)
