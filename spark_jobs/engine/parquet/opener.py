@@ -107,6 +107,7 @@ def read_data_file(
         if deleted_positions is not None and len(deleted_positions):
             _select_undeleted_rows(plan, deleted_positions, deleted_positions_kind, metrics)
 
+        native_file = isinstance(stream, pa.NativeFile)
         scanned = list(plan.scanned_row_groups())
         predicates_by_row_group = {
             row_group: _predicates_to_evaluate(filter_node, row_predicates, row_group, field_statistics)
@@ -116,8 +117,9 @@ def read_data_file(
 
         def decode_row_group(row_group: int, row_group_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
             # Own reader (and, when decoding ahead, own counters) per call: row groups may decode on several threads.
-            # pre_buffer coalesces the column chunk reads of one call into few ranged reads (object stores).
-            parquet_file = pq.ParquetFile(stream, metadata=metadata, pre_buffer=True)
+            # pre_buffer coalesces the column chunk reads of one call into few ranged reads (object stores); it
+            # reads on Arrow's I/O threads, so only Arrow-native files use it, never Python file objects.
+            parquet_file = pq.ParquetFile(stream, metadata=metadata, pre_buffer=native_file)
             columns = RowGroupColumns(parquet_file, row_group, resolver, row_group_metrics, data_file.path)
             predicates = predicates_by_row_group[row_group]
             keep = surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
@@ -132,7 +134,7 @@ def read_data_file(
         # Without predicates every scanned row group is decoded in full: decode the next ones on helper threads
         # while this one is consumed. Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
         no_predicates = not any(predicates_by_row_group.values())
-        read_ahead = no_predicates and len(scanned) > 1 and isinstance(stream, pa.NativeFile)
+        read_ahead = no_predicates and len(scanned) > 1 and native_file
         if read_ahead:
             decoded = map_ahead(lambda row_group: decode_row_group(row_group, ScanMetrics()), scanned)
         else:
