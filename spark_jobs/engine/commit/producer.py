@@ -1,0 +1,266 @@
+"""Build one snapshot of a ``SnapshotChange`` on given table metadata: manifests, manifest list, catalog updates.
+
+1. Start from the branch head (the parent). Keep each of its manifests that has live files, unless it holds a file
+   the change removes: then rewrite it, kept entries as EXISTING (their snapshot ids and sequence numbers unchanged),
+   removed ones as DELETED by the new snapshot. A removed file not found is an error naming it.
+2. Write the added data files into DATA manifests and the added delete files into DELETES manifests, one per
+   partition spec, as ADDED entries with the change's data sequence number (None: inherited from the snapshot).
+3. Write the manifest list (v2) with the next sequence number, and the snapshot with a summary of what was added
+   and removed, totals carried from the parent, and the change's properties (idempotency key included).
+4. Updates: add the snapshot, point the branch at it (plus the change's extra updates); requirements: the table's
+   uuid and the branch still at the parent (plus the change's extra requirements).
+
+Every file written is recorded in ``written_paths`` so a failed attempt can delete it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from pyiceberg.manifest import (
+    DataFile,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    write_manifest_list,
+)
+from pyiceberg.table import Table, TableProperties
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
+from pyiceberg.table.snapshots import (
+    Operation,
+    Snapshot,
+    SnapshotSummaryCollector,
+    Summary,
+    update_snapshot_summaries,
+)
+from pyiceberg.table.update import (
+    AddSnapshotUpdate,
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    SetSnapshotRefUpdate,
+    TableRequirement,
+    TableUpdate,
+)
+
+from spark_jobs.engine.commit.manifest_writers import write_entries
+from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+from spark_jobs.engine.errors import EngineError
+
+
+class CommitConflictError(EngineError):
+    """The table changed in a way that makes this commit unsafe; nothing was committed."""
+
+
+@dataclass
+class BuiltSnapshot:
+    """One attempt's snapshot, the catalog updates and requirements that commit it, and the files it wrote."""
+
+    snapshot: Snapshot
+    updates: tuple[TableUpdate, ...]
+    requirements: tuple[TableRequirement, ...]
+    written_paths: list[str] = field(default_factory=list)
+    removed_files: list[DataFile] = field(default_factory=list)
+
+
+class SnapshotProducer:
+    """Builds the snapshot of one change; ``build`` may run again on newer metadata after a lost race."""
+
+    def __init__(self, change: SnapshotChange, *, branch: str = MAIN_BRANCH, snapshot_id: int | None = None) -> None:
+        self.change = change
+        self.branch = branch
+        self._snapshot_id = snapshot_id
+
+    def snapshot_id(self, metadata: TableMetadata) -> int:
+        """The new snapshot's id: chosen once and kept across attempts, so a landed attempt can be recognised."""
+        if self._snapshot_id is None:
+            self._snapshot_id = metadata.new_snapshot_id()
+        return self._snapshot_id
+
+    def build(self, table: Table) -> BuiltSnapshot:
+        """Write the manifests and manifest list of the change on ``table``'s current metadata."""
+        metadata = table.metadata
+        snapshot_id = self.snapshot_id(metadata)
+        parent = metadata.snapshot_by_name(self.branch)
+        ref = metadata.refs.get(self.branch)
+        if ref is not None and ref.snapshot_ref_type != SnapshotRefType.BRANCH:
+            raise CommitConflictError(f"{self.branch} of table {_name(table)} is a tag; commits go to branches")
+        commit_uuid = uuid.uuid4()
+        compression = metadata.properties.get(
+            TableProperties.WRITE_AVRO_COMPRESSION, TableProperties.WRITE_AVRO_COMPRESSION_DEFAULT
+        )
+        built = BuiltSnapshot(snapshot=None, updates=(), requirements=())  # type: ignore[arg-type]
+        manifest_counter = iter(range(1_000_000))
+
+        def new_output(name: str):
+            path = table.location_provider().new_metadata_location(name)
+            built.written_paths.append(path)
+            return table.io.new_output(path)
+
+        def write(content: ManifestContent, spec_id: int, entries: list[ManifestEntry]) -> ManifestFile:
+            return write_entries(
+                content=content,
+                entries=entries,
+                spec=metadata.specs()[spec_id],
+                schema=metadata.schema(),
+                output_file=new_output(f"{commit_uuid}-m{next(manifest_counter)}.avro"),
+                snapshot_id=snapshot_id,
+                compression=compression,  # type: ignore[arg-type]
+            )
+
+        try:
+            manifests = self._carried_manifests(table, parent, snapshot_id, built, write)
+            manifests += self._added_manifests(snapshot_id, write)
+            sequence_number = metadata.next_sequence_number()
+            list_path_output = new_output(f"snap-{snapshot_id}-1-{commit_uuid}.avro")
+            with write_manifest_list(
+                format_version=2,
+                output_file=list_path_output,
+                snapshot_id=snapshot_id,
+                parent_snapshot_id=parent.snapshot_id if parent else None,
+                sequence_number=sequence_number,
+                avro_compression=compression,  # type: ignore[arg-type]
+            ) as list_writer:
+                list_writer.add_manifests(manifests)
+        except BaseException:
+            delete_quietly(table, built.written_paths)
+            raise
+        built.snapshot = Snapshot(
+            snapshot_id=snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            manifest_list=list_path_output.location,
+            summary=self._summary(metadata, parent, built.removed_files),
+            schema_id=self._schema_id(metadata),
+        )
+        built.updates = (
+            *self.change.extra_updates,
+            AddSnapshotUpdate(snapshot=built.snapshot),
+            SetSnapshotRefUpdate(
+                snapshot_id=snapshot_id,
+                parent_snapshot_id=parent.snapshot_id if parent else None,
+                ref_name=self.branch,
+                type=SnapshotRefType.BRANCH,
+            ),
+        )
+        built.requirements = (
+            AssertTableUUID(uuid=metadata.table_uuid),
+            AssertRefSnapshotId(snapshot_id=ref.snapshot_id if ref else None, ref=self.branch),
+            *self.change.extra_requirements,
+        )
+        return built
+
+    def _carried_manifests(self, table, parent, snapshot_id, built, write) -> list[ManifestFile]:
+        """The parent's manifests with live files; those holding removed files rewritten (see module doc)."""
+        if parent is None:
+            missing = self.change.removed_data_file_paths | self.change.removed_delete_file_paths
+            if missing:
+                raise CommitConflictError(
+                    f"table {_name(table)} has no snapshot, so it has none of the files to remove, "
+                    f"e.g. {sorted(missing)[0]}"
+                )
+            return []
+        carried: list[ManifestFile] = []
+        found: set[str] = set()
+        for manifest in parent.manifests(table.io):
+            if not (manifest.has_added_files() or manifest.has_existing_files()):
+                continue
+            removed = (
+                self.change.removed_data_file_paths
+                if manifest.content == ManifestContent.DATA
+                else self.change.removed_delete_file_paths
+            )
+            if not removed:
+                carried.append(manifest)
+                continue
+            entries = manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+            if not any(entry.data_file.file_path in removed for entry in entries):
+                carried.append(manifest)
+                continue
+            rewritten = []
+            for entry in entries:
+                is_removed = entry.data_file.file_path in removed
+                if is_removed:
+                    found.add(entry.data_file.file_path)
+                    built.removed_files.append(entry.data_file)
+                rewritten.append(
+                    ManifestEntry.from_args(
+                        status=ManifestEntryStatus.DELETED if is_removed else ManifestEntryStatus.EXISTING,
+                        snapshot_id=snapshot_id if is_removed else entry.snapshot_id,
+                        sequence_number=entry.sequence_number,
+                        file_sequence_number=entry.file_sequence_number,
+                        data_file=entry.data_file,
+                    )
+                )
+            carried.append(write(manifest.content, manifest.partition_spec_id, rewritten))
+        missing = (self.change.removed_data_file_paths | self.change.removed_delete_file_paths) - found
+        if missing:
+            raise CommitConflictError(
+                f"table {_name(table)} at snapshot {parent.snapshot_id} no longer holds {len(missing)} file(s) this "
+                f"commit removes, e.g. {sorted(missing)[0]}"
+            )
+        return carried
+
+    def _added_manifests(self, snapshot_id: int, write) -> list[ManifestFile]:
+        """ADDED entries for the new data and delete files, one manifest per content and partition spec."""
+        groups: dict[tuple[ManifestContent, int], list[ManifestEntry]] = defaultdict(list)
+        for content, files in (
+            (ManifestContent.DATA, self.change.added_data_files),
+            (ManifestContent.DELETES, self.change.added_delete_files),
+        ):
+            for data_file in files:
+                groups[(content, data_file.spec_id)].append(
+                    ManifestEntry.from_args(
+                        status=ManifestEntryStatus.ADDED,
+                        snapshot_id=snapshot_id,
+                        sequence_number=self.change.data_sequence_number,
+                        file_sequence_number=None,
+                        data_file=data_file,
+                    )
+                )
+        return [write(content, spec_id, entries) for (content, spec_id), entries in groups.items()]
+
+    def _summary(self, metadata: TableMetadata, parent: Snapshot | None, removed: list[DataFile]) -> Summary:
+        """What was added and removed, the totals after this snapshot, and the change's own properties."""
+        collector = SnapshotSummaryCollector()
+        schema = metadata.schema()
+        specs = metadata.specs()
+        for data_file in [*self.change.added_data_files, *self.change.added_delete_files]:
+            collector.add_file(data_file, schema=schema, partition_spec=specs[data_file.spec_id])
+        for data_file in removed:
+            collector.remove_file(data_file, schema=schema, partition_spec=specs[data_file.spec_id])
+        # pyiceberg carries totals for append/overwrite/delete only; totals do not depend on the operation.
+        totals = update_snapshot_summaries(
+            Summary(Operation.OVERWRITE, **collector.build()), parent.summary if parent else None
+        )
+        properties = {**totals.additional_properties, **self.change.summary_with_key()}
+        return Summary(self.change.operation, **properties)
+
+    def _schema_id(self, metadata: TableMetadata) -> int:
+        """The schema the snapshot is written with: a schema added by the same commit, else the current one."""
+        from pyiceberg.table.update import AddSchemaUpdate
+
+        for update in self.change.extra_updates:
+            if isinstance(update, AddSchemaUpdate):
+                return update.schema_.schema_id
+        return metadata.current_schema_id
+
+
+def delete_quietly(table: Table, paths: list[str]) -> list[str]:
+    """Delete ``paths`` through the table's FileIO; returns those that could not be deleted."""
+    left = []
+    for path in paths:
+        try:
+            table.io.delete(path)
+        except FileNotFoundError:
+            continue
+        except Exception:
+            left.append(path)
+    return left
+
+
+def _name(table: Table) -> str:
+    return ".".join(table.name())
