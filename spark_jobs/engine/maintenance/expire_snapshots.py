@@ -11,9 +11,12 @@ Which snapshots stay (Java's ``internalApply``):
 4. All others expire. Defaults as Java: ``older_than`` now minus ``history.expire.max-snapshot-age-ms`` (5 days),
    ``retain_last`` ``history.expire.min-snapshots-to-keep`` (1).
 
-The commit goes through pyiceberg's ``ExpireSnapshots`` (it removes snapshots, their log entries and statistics
-entries; it deletes no file). Then the files are cleaned as Java's ``ReachableFileCleanup`` does, comparing the
-metadata before with the metadata after the commit:
+The commit is pyiceberg's ``RemoveSnapshotsUpdate`` (it removes the snapshots, their log entries and statistics
+entries, and deletes no file) with requirements that every ref still points where it pointed when the snapshots
+were chosen. pyiceberg's own ``ExpireSnapshots`` builder asserts nothing, so a branch that moved meanwhile would not
+be noticed; here a lost race reloads the table and chooses again, up to ``COMMIT_ATTEMPTS`` times, and nothing is
+deleted before a commit succeeds. Then the files are cleaned as Java's ``ReachableFileCleanup`` does, comparing the
+metadata the commit was based on with the metadata after it:
 
 1. The manifest lists of expired snapshots.
 2. Manifests of expired snapshots that no remaining snapshot lists.
@@ -27,13 +30,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID, RemoveSnapshotsUpdate
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.errors import EngineError, UserInputError
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
 from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
 
@@ -41,6 +46,7 @@ MAX_SNAPSHOT_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
 MIN_SNAPSHOTS_TO_KEEP_PROPERTY = "history.expire.min-snapshots-to-keep"
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 60 * 60 * 1000
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
+COMMIT_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -139,20 +145,50 @@ def expire_snapshots(
     table: Table, *, older_than_ms: int | None = None, retain_last: int | None = None, dry_run: bool = False
 ) -> ExpirationResult:
     """Expire by Java's rules, commit, then delete what only expired snapshots referenced (nothing in a dry run)."""
-    expired_ids = snapshots_to_expire(table, older_than_ms=older_than_ms, retain_last=retain_last)
-    before = table.metadata
-    if dry_run or not expired_ids:
+    if dry_run:
+        expired_ids = snapshots_to_expire(table, older_than_ms=older_than_ms, retain_last=retain_last)
+        before = table.metadata
         after_snapshots = [s for s in before.snapshots if s.snapshot_id not in set(expired_ids)]
         files = files_to_clean(table, before, before.snapshots, after_snapshots, after=None)
         return ExpirationResult(expired_ids, [s.snapshot_id for s in after_snapshots], files, None)
-    table.maintenance.expire_snapshots().by_ids(expired_ids).commit()
-    table.refresh()
-    after = table.metadata
+    before, after = _commit_expiration(table, older_than_ms, retain_last)
     files = files_to_clean(table, before, before.snapshots, after.snapshots, after=after)
-    removal = remove_files(table.io, files.all())
+    removal = remove_files(table.io, files.all()) if files.all() else RemovalOutcome()
     after_ids = {snapshot.snapshot_id for snapshot in after.snapshots}
     expired = [snapshot.snapshot_id for snapshot in before.snapshots if snapshot.snapshot_id not in after_ids]
     return ExpirationResult(expired, sorted(after_ids), files, removal)
+
+
+def _commit_expiration(
+    table: Table, older_than_ms: int | None, retain_last: int | None
+) -> tuple[TableMetadata, TableMetadata]:
+    """Choose and remove the expired snapshots, retrying on fresh metadata when a ref moved meanwhile.
+
+    Returns the metadata the successful commit was based on and the metadata after it (the same when nothing
+    expires).
+    """
+    last_error: CommitFailedException | None = None
+    for _ in range(COMMIT_ATTEMPTS):
+        before = table.metadata
+        expired_ids = snapshots_to_expire(table, older_than_ms=older_than_ms, retain_last=retain_last)
+        if not expired_ids:
+            return before, before
+        requirements = (
+            AssertTableUUID(uuid=before.table_uuid),
+            *(AssertRefSnapshotId(ref=name, snapshot_id=ref.snapshot_id) for name, ref in before.refs.items()),
+        )
+        try:
+            table.catalog.commit_table(table, requirements, (RemoveSnapshotsUpdate(snapshot_ids=expired_ids),))
+        except CommitFailedException as error:
+            last_error = error
+            table.refresh()
+            continue
+        table.refresh()
+        return before, table.metadata
+    raise EngineError(
+        f"expiring snapshots of {'.'.join(table.name())} lost the commit race {COMMIT_ATTEMPTS} times (refs kept "
+        f"moving); no snapshot was expired and no file deleted; last conflict: {last_error}"
+    )
 
 
 def files_to_clean(

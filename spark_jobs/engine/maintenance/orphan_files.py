@@ -6,8 +6,9 @@ As Iceberg Java's ``DeleteOrphanFiles`` action:
    a file or directory whose name starts with ``_`` or ``.``, unless it is a partition directory (``_x=...``).
 2. Keep the files last modified before ``older_than`` (default: now minus 3 days), so files an in-flight write or
    commit is still producing are never taken.
-3. Reachable files: every snapshot's manifest list, manifests and their data and delete files (DELETED entries
-   included, to be cautious), the current and previous metadata files, statistics files, the version hint.
+3. Reachable files, from metadata reloaded after the listing: every snapshot's manifest list, manifests and
+   their data and delete files (DELETED entries included, to be cautious), the current and previous metadata
+   files, statistics files, the version hint.
 4. Orphans are the listed files whose normalized location (``reachable_files.normalize_location``) is not
    reachable; they are deleted through the table's FileIO unless it is a dry run.
 """
@@ -66,6 +67,7 @@ def remove_orphan_files(table: Table, *, older_than_ms: int | None = None, dry_r
     """Find orphans older than ``older_than_ms`` (default now minus 3 days) and delete them unless ``dry_run``."""
     cutoff = older_than_ms if older_than_ms is not None else int(time.time() * 1000) - DEFAULT_ORPHAN_AGE_MS
     listed = list_table_files(table)
+    table.refresh()  # reachability from metadata read after the listing: a commit made meanwhile counts
     reachable = reachable_locations(table.metadata, table.metadata_location, table.io)
     orphans = [
         listed_file

@@ -96,6 +96,21 @@ def test_refs_keep_their_snapshots_and_branches_their_own_minimum(sql_catalog):
     assert result.files.data_files == set()  # every data file is still read by a kept snapshot
 
 
+def test_expiring_on_stale_metadata_retries_on_the_new_metadata(sql_catalog):
+    history = build_table_history(sql_catalog)
+    stale = sql_catalog.load_table("maint.events")
+    fresh = sql_catalog.load_table("maint.events")
+    batch = history.table.scan(snapshot_id=history.snapshot_ids[-1]).to_arrow().slice(0, 3)
+    fresh.append(batch)  # main moves after the stale copy was loaded
+    newest = fresh.current_snapshot().snapshot_id
+    result = expire_snapshots(stale, older_than_ms=_future_ms(), retain_last=2)
+    # chosen again on the new metadata: the new snapshot and its parent stay
+    assert result.expired_snapshot_ids == history.snapshot_ids[:6]
+    reloaded = sql_catalog.load_table("maint.events")
+    assert [s.snapshot_id for s in reloaded.snapshots()] == [history.snapshot_ids[-1], newest]
+    assert reloaded.scan().to_arrow().num_rows == history.rows_per_snapshot[history.snapshot_ids[-1]] + 3
+
+
 def test_retain_last_must_be_positive(sql_catalog):
     history = build_table_history(sql_catalog)
     with pytest.raises(UserInputError, match="retain-last must be at least 1"):
