@@ -1,0 +1,82 @@
+"""Data files: field ids, rolling at the target size, zstd, page index, bloom filters, metrics, sort order."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyiceberg.conversions import from_bytes
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortDirection, SortField, SortOrder
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import LongType, NestedField, StringType
+
+from spark_jobs.engine.write.write_context import WriteContext, write_data
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=False),
+    NestedField(2, "name", StringType(), required=False),
+)
+
+
+def _table(sql_catalog, properties, *, spec=None, sort_order=None):
+    sql_catalog.create_namespace("ns")
+    kwargs = {"partition_spec": spec} if spec else {}
+    if sort_order:
+        kwargs["sort_order"] = sort_order
+    return sql_catalog.create_table("ns.t", SCHEMA, properties={"format-version": "2", **properties}, **kwargs)
+
+
+def _local(path: str) -> str:
+    return path.removeprefix("file://")
+
+
+def test_files_roll_at_the_target_size_and_carry_ids_metrics_page_index_and_bloom_filters(sql_catalog) -> None:
+    table = _table(
+        sql_catalog,
+        {
+            "write.target-file-size-bytes": "20000",
+            "write.parquet.row-group-limit": "2000",
+            "write.parquet.bloom-filter-enabled.column.name": "true",
+        },
+    )
+    count = 30_000
+    rows = pa.table({"id": pa.array(range(count), pa.int64()), "name": [f"name-{i % 997}" for i in range(count)]})
+    written = write_data(rows, WriteContext.for_table(table), "t0")
+    assert len(written) > 1
+    assert sum(item["record_count"] for item in written) == count
+    ids = []
+    for item in written:
+        parquet = pq.ParquetFile(_local(item["file_path"]))
+        assert item["file_size_in_bytes"] == os.path.getsize(_local(item["file_path"]))
+        arrow_schema = parquet.schema_arrow
+        assert [f.metadata[b"PARQUET:field_id"] for f in arrow_schema] == [b"1", b"2"]
+        column = parquet.metadata.row_group(0).column(0)
+        assert column.compression == "ZSTD" and column.has_column_index and column.has_offset_index
+        assert parquet.metadata.row_group(0).column(1).bloom_filter_offset is not None
+        assert parquet.metadata.row_group(0).column(0).bloom_filter_offset is None
+        file_ids = parquet.read().column("id").to_pylist()
+        ids += file_ids
+        assert from_bytes(LongType(), item["lower_bounds"][1]) == min(file_ids)
+        assert from_bytes(LongType(), item["upper_bounds"][1]) == max(file_ids)
+        assert item["value_counts"][1] == len(file_ids) and item["null_value_counts"][1] == 0
+        assert item["split_offsets"] and item["content"] == 0
+    assert sorted(ids) == list(range(count))
+    # Rolled files stop soon after the target: no file is more than one row group past it.
+    assert all(item["file_size_in_bytes"] < 20000 * 3 for item in written)
+
+
+def test_rows_are_split_by_partition_and_sorted_by_the_sort_order(sql_catalog) -> None:
+    spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="name"))
+    order = SortOrder(SortField(source_id=1, transform=IdentityTransform(), direction=SortDirection.DESC))
+    table = _table(sql_catalog, {}, spec=spec, sort_order=order)
+    rows = pa.table({"id": pa.array([5, 1, 9, 3, 7, None], pa.int64()), "name": ["a", "b", "a", "b", "a", "a"]})
+    written = write_data(rows, WriteContext.for_table(table), "t0")
+    by_partition = {tuple(item["partition_values"]): item for item in written}
+    assert set(by_partition) == {("a",), ("b",)}
+    assert "/name=a/" in by_partition[("a",)]["file_path"]
+    assert pq.read_table(_local(by_partition[("a",)]["file_path"])).column("id").to_pylist() == [9, 7, 5, None]
+    assert pq.read_table(_local(by_partition[("b",)]["file_path"])).column("id").to_pylist() == [3, 1]
+    assert by_partition[("a",)]["sort_order_id"] == table.sort_order().order_id
