@@ -75,6 +75,8 @@ def test_dry_run_of_a_table_with_deletes_counts_its_delete_files(conformance_cat
     # 12 small files in one unpartitioned group; every live delete file of the table applies to some of them
     assert (result["file_groups"], result["rewritten_data_files"]) == (1, 12)
     assert result["delete_files"] == result["groups"][0]["delete_files"] > 0
+    # every data file is rewritten, so no delete file has anything left to apply to
+    assert result["delete_files_freed"] == result["delete_files"]
 
 
 def test_nothing_to_rewrite_is_an_empty_plan(conformance_catalog):

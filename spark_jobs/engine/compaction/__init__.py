@@ -6,7 +6,8 @@ Modules in the order a plan is built (Iceberg Java's ``RewriteDataFiles`` with t
 2. ``candidates``: the snapshot's data files that may match the filter, each with the deletes that apply.
 3. ``bin_packing``: Java's ``BinPacking.ListPacker``.
 4. ``sizing``: expected output file count (the remainder rule), split size, the writer's max file size.
-5. ``planner``: ``plan_rewrite`` groups by partition, chooses files, packs, keeps groups, returns a ``RewritePlan``.
+5. ``dangling_deletes``: which delete files apply only to the files a rewrite replaces.
+6. ``planner``: ``plan_rewrite`` groups by partition, chooses files, packs, keeps groups, returns a ``RewritePlan``.
 """
 
 from spark_jobs.engine.compaction.options import RewriteOptions

@@ -17,6 +17,8 @@
 6. Each kept group gets a global index (from 1, in plan order), an index within its partition, its input size,
    the expected output file count and the input split size (``sizing``). With partial progress, groups are
    committed ``ceil(groups / max-commits)`` at a time.
+7. The delete files that apply only to files of the plan (``dangling_deletes``, over all live data files, not only
+   the filtered ones) are named, for the commit to remove.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pyiceberg.expressions import BooleanExpression
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
 from spark_jobs.engine.compaction.bin_packing import ListPacker
 from spark_jobs.engine.compaction.candidates import RewriteCandidate, list_candidates
+from spark_jobs.engine.compaction.dangling_deletes import DeleteKey, DeleteUsage
 from spark_jobs.engine.compaction.options import RewriteOptions
 from spark_jobs.engine.compaction.sizing import expected_output_files, input_split_size, write_max_file_size
 from spark_jobs.engine.metrics import ScanMetrics
@@ -85,6 +88,7 @@ class RewritePlan:
     candidate_files: int  # data files that may match the filter, before any rule
     candidate_bytes: int
     write_max_file_size: int
+    freed_delete_files: frozenset[DeleteKey]  # delete files (DVs: with blob offset) applying only to planned files
 
     @property
     def groups_per_commit(self) -> int:
@@ -113,6 +117,7 @@ class RewritePlan:
             "rewritten_bytes": sum(group.input_bytes for group in self.groups),
             "rewritten_rows": sum(group.input_rows for group in self.groups),
             "delete_files": len(set().union(*(group.delete_files for group in self.groups))),
+            "delete_files_freed": len(self.freed_delete_files),
             "expected_output_files": sum(group.expected_output_files for group in self.groups),
             "write_max_file_size": self.write_max_file_size,
             "groups_per_commit": self.groups_per_commit,
@@ -162,6 +167,8 @@ def plan_rewrite(
                     input_split_size=input_split_size(input_size, options),
                 )
             )
+    all_files = candidates if _filters_nothing(where) else list_candidates(table, snapshot, None)
+    replaced = [candidate.path for group in groups for candidate in group.files]
     return RewritePlan(
         table_name=".".join(table.name()),
         snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
@@ -172,7 +179,17 @@ def plan_rewrite(
         candidate_files=len(candidates),
         candidate_bytes=sum(candidate.length for candidate in candidates),
         write_max_file_size=write_max_file_size(options),
+        freed_delete_files=frozenset(DeleteUsage(all_files).freed_by(replaced)),
     )
+
+
+def _filters_nothing(where: BooleanExpression | str | None) -> bool:
+    """True when ``where`` keeps every file (absent, blank or always true)."""
+    if where is None:
+        return True
+    if isinstance(where, str):
+        return not where.strip()
+    return where == AlwaysTrue()
 
 
 def group_by_partition(
