@@ -115,3 +115,31 @@ def test_retain_last_must_be_positive(sql_catalog):
     history = build_table_history(sql_catalog)
     with pytest.raises(UserInputError, match="retain-last must be at least 1"):
         snapshots_to_expire(history.table, retain_last=0)
+
+
+def _files_read_at(table, snapshot_id: int) -> set[str]:
+    """Data and delete files a scan of the snapshot opens (pyiceberg's planner: an independent oracle)."""
+    files: set[str] = set()
+    for task in table.scan(snapshot_id=snapshot_id).plan_files():
+        files.add(task.file.file_path)
+        files.update(delete_file.file_path for delete_file in task.delete_files)
+    return files
+
+
+def test_dry_run_on_tables_java_wrote_frees_only_what_the_kept_snapshot_does_not_read(conformance_catalog):
+    # a dry run changes nothing, so the shared corpus stays intact
+    v1_cow = conformance_catalog.load_table("corpus.v1_cow")
+    result = expire_snapshots(v1_cow, older_than_ms=_future_ms(), retain_last=1, dry_run=True)
+    current = v1_cow.current_snapshot().snapshot_id
+    expired = [s.snapshot_id for s in v1_cow.snapshots() if s.snapshot_id != current]
+    assert result.expired_snapshot_ids == expired
+    read_before = set().union(*(_files_read_at(v1_cow, sid) for sid in expired))
+    assert result.files.data_files == read_before - _files_read_at(v1_cow, current)
+    assert result.files.data_files  # copy-on-write rewrote files: the old versions go
+
+    mor = conformance_catalog.load_table("corpus.mor_v2_pos")
+    result = expire_snapshots(mor, older_than_ms=_future_ms(), retain_last=1, dry_run=True)
+    freed = result.files.all()
+    assert result.files.position_delete_files  # replaced position delete files of earlier DELETEs
+    assert not freed & _files_read_at(mor, mor.current_snapshot().snapshot_id)
+    assert all(Path(urlparse(path).path).exists() for path in freed)
