@@ -154,6 +154,24 @@ def test_group_indexes_and_expected_outputs_in_a_plan():
     assert [(g.expected_output_files, g.input_split_size) for g in groups] == [(2, 140), (2, 140)]
 
 
+def test_java_defaults_by_hand():
+    defaults = RewriteOptions.resolve({})  # target 512 MiB, min 384 MiB, max 921.6 MiB, 5 files, 100 GiB groups
+    small = [_file(100 * MIB) for _ in range(10)]
+    huge = _file(1024 * MIB)
+    right_sized = _file(600 * MIB)
+    groups = _plan_of([small[0], huge, *small[1:], right_sized], defaults)
+    # the 600 MiB file is within [384 MiB, 921.6 MiB]; the rest fit one 100 GiB group, in file order
+    assert [len(group.files) for group in groups] == [11]
+    assert groups[0].files[1] is huge and groups[0].input_bytes == 2024 * MIB
+    # 2024 MiB: 3 files of 512 MiB and a remainder of 488 MiB > min 384 MiB, which is kept: 4 files
+    assert groups[0].expected_output_files == 4
+    # alone: the 1 GiB file is "too much content" (> max) and splits exactly into 2 files of 512 MiB
+    assert [(len(g.files), g.expected_output_files) for g in _plan_of([huge], defaults)] == [(1, 2)]
+    # four small files: 400 MiB, fewer than 5 files, not above the target: left alone
+    assert _plan_of(small[:4], defaults) == []
+    assert [g.expected_output_files for g in _plan_of(small[:5], defaults)] == [1]  # 500 MiB, below the target
+
+
 # -- corpus tables written by Iceberg Java ----------------------------------------------------------------------
 
 
