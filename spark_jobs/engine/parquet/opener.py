@@ -117,10 +117,13 @@ def read_data_file(
 
         def decode_row_group(row_group: int, row_group_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
             # Own reader (and, when decoding ahead, own counters) per call: row groups may decode on several threads.
-            # pre_buffer coalesces the column chunk reads of one call into few ranged reads (object stores); it
-            # reads on Arrow's I/O threads, so only Arrow-native files use it, never Python file objects.
+            # pre_buffer coalesces the column chunk reads of one call into few ranged reads (object stores). Arrow's
+            # threads (pre-buffering, parallel column decoding) are used for Arrow-native files only: with a Python
+            # file object they may still hold it at interpreter exit and abort the process.
             parquet_file = pq.ParquetFile(stream, metadata=metadata, pre_buffer=native_file)
-            columns = RowGroupColumns(parquet_file, row_group, resolver, row_group_metrics, data_file.path)
+            columns = RowGroupColumns(
+                parquet_file, row_group, resolver, row_group_metrics, data_file.path, use_threads=native_file
+            )
             predicates = predicates_by_row_group[row_group]
             keep = surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
             if keep is not None and not keep.any():

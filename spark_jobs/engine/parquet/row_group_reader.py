@@ -115,8 +115,11 @@ class RowGroupColumns:
         resolver: FileColumnResolver,
         metrics: ScanMetrics,
         source: str,
+        *,
+        use_threads: bool = True,
     ) -> None:
         self.parquet_file = parquet_file
+        self.use_threads = use_threads  # decode columns on Arrow's threads (never for Python file objects)
         self.row_group = row_group
         self.resolver = resolver
         self.metrics = metrics
@@ -134,7 +137,7 @@ class RowGroupColumns:
         from_file = [field_id for field_id in wanted if field_id in self.resolver.file_fields]
         if from_file:
             names = [self.resolver.file_fields[field_id].name for field_id in from_file]
-            table = self.parquet_file.read_row_group(self.row_group, columns=names, use_threads=True)
+            table = self.parquet_file.read_row_group(self.row_group, columns=names, use_threads=self.use_threads)
             self.metrics.bytes_read += self.resolver.compressed_bytes(self.row_group_metadata, from_file)
             if not self._rows_counted:
                 self.metrics.rows_read += self.num_rows

@@ -482,3 +482,27 @@ def test_predicates_on_the_sort_column_run_first(tmp_path: Path) -> None:
     sorted_first = column_bytes_read([pq.SortingColumn(0)])
     i_bytes = pq.read_metadata(path).row_group(0).column(1).total_compressed_size
     assert unsorted - sorted_first == i_bytes  # sorted on k: k goes first, nothing survives, i is never read
+
+
+def test_python_file_objects_take_the_single_threaded_path(tmp_path: Path) -> None:
+    from pyiceberg.io.fsspec import FsspecFileIO
+
+    rows = [(i % 4, float(i), f"v{i % 10}") for i in range(300)]
+    data_file = _write(tmp_path / "fsspec.parquet", rows, 50, 10, True)
+    expected = [p for p, (_, _, s) in enumerate(rows) if s == "v3" and p not in (3, 13)]
+    for expression in (None, EqualTo("s", "v3")):
+        metrics = ScanMetrics()
+        batches = read_data_file(
+            data_file,
+            io=FsspecFileIO({}),
+            read_schema=READ_SCHEMA,
+            output_field_ids=[4, 3],
+            row_filter=bind(READ_SCHEMA, expression, case_sensitive=True) if expression is not None else None,
+            deleted_positions=np.array([3, 13], dtype=np.int64),
+            metrics=metrics,
+        )
+        rows_out = [row for batch in batches for row in batch.to_pylist()]
+        if expression is None:
+            assert [row["pos"] for row in rows_out] == [p for p in range(300) if p not in (3, 13)]
+        else:
+            assert [row["pos"] for row in rows_out] == expected
