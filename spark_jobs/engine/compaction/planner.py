@@ -151,22 +151,7 @@ def plan_rewrite(
     """Plan the rewrite of ``snapshot`` (steps in the module docstring); None plans nothing (an empty table)."""
     candidates = list_candidates(table, snapshot, where, case_sensitive=case_sensitive, metrics=metrics)
     output_spec = table.spec()
-    groups: list[FileGroup] = []
-    groups_in_partition: dict[PartitionValues, int] = {}
-    for partition, files in group_by_partition(candidates, output_spec.spec_id, len(output_spec.fields)).items():
-        for files_of_group in plan_file_groups(files, options):
-            input_size = sum(candidate.length for candidate in files_of_group)
-            groups_in_partition[partition] = groups_in_partition.get(partition, 0) + 1
-            groups.append(
-                FileGroup(
-                    global_index=len(groups) + 1,
-                    partition_index=groups_in_partition[partition],
-                    partition=partition,
-                    files=tuple(files_of_group),
-                    expected_output_files=expected_output_files(input_size, options),
-                    input_split_size=input_split_size(input_size, options),
-                )
-            )
+    groups = plan_groups(candidates, output_spec.spec_id, len(output_spec.fields), options)
     all_files = candidates if _filters_nothing(where) else list_candidates(table, snapshot, None)
     replaced = [candidate.path for group in groups for candidate in group.files]
     return RewritePlan(
@@ -190,6 +175,29 @@ def _filters_nothing(where: BooleanExpression | str | None) -> bool:
     if isinstance(where, str):
         return not where.strip()
     return where == AlwaysTrue()
+
+
+def plan_groups(
+    candidates: Iterable[RewriteCandidate], output_spec_id: int, output_partition_width: int, options: RewriteOptions
+) -> list[FileGroup]:
+    """Steps 2 to 6: the kept file groups of all partitions, numbered, with their expected outputs."""
+    groups: list[FileGroup] = []
+    groups_in_partition: dict[PartitionValues, int] = {}
+    for partition, files in group_by_partition(candidates, output_spec_id, output_partition_width).items():
+        for files_of_group in plan_file_groups(files, options):
+            input_size = sum(candidate.length for candidate in files_of_group)
+            groups_in_partition[partition] = groups_in_partition.get(partition, 0) + 1
+            groups.append(
+                FileGroup(
+                    global_index=len(groups) + 1,
+                    partition_index=groups_in_partition[partition],
+                    partition=partition,
+                    files=tuple(files_of_group),
+                    expected_output_files=expected_output_files(input_size, options),
+                    input_split_size=input_split_size(input_size, options),
+                )
+            )
+    return groups
 
 
 def group_by_partition(

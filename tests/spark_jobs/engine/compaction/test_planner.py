@@ -8,7 +8,7 @@ from pyiceberg.typedef import Record
 
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.candidates import RewriteCandidate
-from spark_jobs.engine.compaction.planner import group_by_partition, plan_file_groups
+from spark_jobs.engine.compaction.planner import group_by_partition, plan_file_groups, plan_groups
 from spark_jobs.engine.planning.delete_index import AppliedDeletes
 from spark_jobs.engine.tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
 
@@ -140,18 +140,19 @@ def test_files_of_other_specs_are_grouped_together_under_an_all_null_partition()
 
 
 def test_group_indexes_and_expected_outputs_in_a_plan():
-    files = [_file(40, partition=("a",)) for _ in range(6)] + [_file(40, partition=("b",)) for _ in range(5)]
+    files = [_file(40, partition=("a",)) for _ in range(11)] + [_file(40, partition=("b",)) for _ in range(5)]
     options = RewriteOptions(
         target_file_size_bytes=100, min_file_size_bytes=75, max_file_size_bytes=180, max_file_group_size_bytes=200
     )
     groups = _plan_of(files, options)
-    # partition a: 6 x 40 = 240 > 200, so 5 files (200) + 1 file (dropped); partition b: 5 files (200)
+    # partition a: 11 x 40 bytes in groups of at most 200: 5 + 5 + 1 (dropped); partition b: 5 files (200)
     assert [(g.global_index, g.partition_index, g.partition, len(g.files)) for g in groups] == [
         (1, 1, ("a",), 5),
-        (2, 1, ("b",), 5),
+        (2, 2, ("a",), 5),
+        (3, 1, ("b",), 5),
     ]
     # 200 bytes: remainder 0, average 100 < 110: 2 files; split size 200 / 2 + 5 KiB capped at write max 140
-    assert [(g.expected_output_files, g.input_split_size) for g in groups] == [(2, 140), (2, 140)]
+    assert [(g.expected_output_files, g.input_split_size) for g in groups] == [(2, 140)] * 3
 
 
 def test_java_defaults_by_hand():
@@ -242,24 +243,5 @@ def _fields(options: RewriteOptions) -> dict:
 
 
 def _plan_of(files: list[RewriteCandidate], options: RewriteOptions):
-    """Group indexes and sizes as plan_rewrite assigns them, for candidates built in memory."""
-    from spark_jobs.engine.compaction.planner import FileGroup
-    from spark_jobs.engine.compaction.sizing import expected_output_files, input_split_size
-
-    groups = []
-    per_partition: Counter = Counter()
-    for partition, members in group_by_partition(files, 1, 1).items():
-        for group in plan_file_groups(members, options):
-            per_partition[partition] += 1
-            size = sum(c.length for c in group)
-            groups.append(
-                FileGroup(
-                    len(groups) + 1,
-                    per_partition[partition],
-                    partition,
-                    tuple(group),
-                    expected_output_files(size, options),
-                    input_split_size(size, options),
-                )
-            )
-    return groups
+    """The planner's groups for candidates built in memory (output spec 1 with one partition field)."""
+    return plan_groups(files, 1, 1, options)
