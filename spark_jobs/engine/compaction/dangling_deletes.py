@@ -7,7 +7,8 @@ deletes nothing afterwards. The usage map is built from every live data file of 
 1. For each data file, the delete files the index attached to it (same rules as a read).
 2. A delete file is freed by a rewrite when every data file it applies to is among the replaced files.
 3. Delete files are named by location, and a deletion vector by its Puffin file and blob offset, since one Puffin
-   file holds the vectors of many data files and each is its own manifest entry.
+   file holds the vectors of many data files and each is its own manifest entry. ``freed_locations_by`` gives the
+   locations all of whose entries are freed, for a commit that removes delete files by location.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ class DeleteUsage:
         """Delete files that apply only to data files among ``replaced_data_files``."""
         replaced = set(replaced_data_files)
         return {key for key, data_files in self._data_files_by_delete.items() if data_files <= replaced}
+
+    def freed_locations_by(self, replaced_data_files: Iterable[str]) -> set[str]:
+        """Delete file locations every one of whose entries (every DV of a Puffin file) is freed."""
+        freed = self.freed_by(replaced_data_files)
+        locations = {location for location, _ in freed}
+        still_used = {location for location, offset in self._data_files_by_delete if (location, offset) not in freed}
+        return locations - still_used
 
 
 def delete_keys(candidate: RewriteCandidate) -> list[DeleteKey]:

@@ -89,6 +89,7 @@ class RewritePlan:
     candidate_bytes: int
     write_max_file_size: int
     freed_delete_files: frozenset[DeleteKey]  # delete files (DVs: with blob offset) applying only to planned files
+    freed_delete_locations: frozenset[str]  # locations all of whose entries are freed (a Puffin file: every DV)
 
     @property
     def groups_per_commit(self) -> int:
@@ -154,6 +155,7 @@ def plan_rewrite(
     groups = plan_groups(candidates, output_spec.spec_id, len(output_spec.fields), options)
     all_files = candidates if _filters_nothing(where) else list_candidates(table, snapshot, None)
     replaced = [candidate.path for group in groups for candidate in group.files]
+    usage = DeleteUsage(all_files)
     return RewritePlan(
         table_name=".".join(table.name()),
         snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
@@ -164,7 +166,8 @@ def plan_rewrite(
         candidate_files=len(candidates),
         candidate_bytes=sum(candidate.length for candidate in candidates),
         write_max_file_size=write_max_file_size(options),
-        freed_delete_files=frozenset(DeleteUsage(all_files).freed_by(replaced)),
+        freed_delete_files=frozenset(usage.freed_by(replaced)),
+        freed_delete_locations=frozenset(usage.freed_locations_by(replaced)),
     )
 
 

@@ -59,6 +59,10 @@ def test_a_delete_is_freed_only_when_every_file_it_applies_to_is_replaced():
 def test_deletion_vectors_of_one_puffin_file_are_freed_one_by_one():
     assert USAGE.freed_by(["d.parquet"]) == {("dvs.puffin", 44)}
     assert USAGE.freed_by(["unrelated.parquet"]) == set()
+    # by location, the Puffin file is freed only when every vector in it is
+    assert USAGE.freed_locations_by(["d.parquet"]) == set()
+    assert USAGE.freed_locations_by(["c.parquet", "d.parquet"]) == {"dvs.puffin"}
+    assert USAGE.freed_locations_by(["a.parquet"]) == {"pos-a.parquet"}
 
 
 def test_rewriting_a_whole_table_frees_every_delete_file(conformance_catalog):
@@ -68,6 +72,7 @@ def test_rewriting_a_whole_table_frees_every_delete_file(conformance_catalog):
     every_delete = {key for candidate in list_candidates(table, snapshot) for key in delete_keys(candidate)}
     assert sum(len(group.files) for group in plan.groups) == 280
     assert plan.freed_delete_files == every_delete and every_delete
+    assert plan.freed_delete_locations == {location for location, _ in every_delete}
 
 
 def test_a_filtered_rewrite_keeps_deletes_that_still_apply_elsewhere(conformance_catalog):
