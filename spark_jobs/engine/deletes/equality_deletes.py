@@ -37,6 +37,9 @@ from spark_jobs.engine.errors import CorruptFileError, EngineError
 from spark_jobs.engine.tasks import DataFileSlice, EqualityDeleteFile
 
 EQUALITY_DELETE_KIND = "equality_delete"
+# Integer keys get a dense code table when it needs at most this many slots per key and in all (64 MiB of int64).
+_DENSE_SPAN_PER_KEY = 64
+_DENSE_MAX_SPAN = 1 << 23
 _ENTRY_OVERHEAD_BYTES = 100
 
 
@@ -67,6 +70,11 @@ class EqualityDeleteSet:
             codes = np.searchsorted(combined_values, combined)
         self.key_count = len(self._combined_values[-1]) if self._combined_values else len(self._column_values[0])
         self._aligned_values: dict[tuple[int, pa.DataType], pa.Array] = {}
+        self._integer_lookups: dict[tuple[int, pa.DataType], _IntegerCodeLookup] = {
+            (position, values.type): _IntegerCodeLookup(values)
+            for position, values in enumerate(self._column_values)
+            if pa.types.is_integer(values.type)
+        }
 
     @property
     def field_ids(self) -> frozenset[int]:
@@ -82,7 +90,9 @@ class EqualityDeleteSet:
     def nbytes(self) -> int:
         """Bytes held by the key index (the cache counts them)."""
         values_bytes = sum(values.nbytes for values in self._column_values)
-        return values_bytes + sum(combined.nbytes for combined in self._combined_values) + _ENTRY_OVERHEAD_BYTES
+        lookup_bytes = sum(lookup.nbytes for lookup in self._integer_lookups.values())
+        combined_bytes = sum(combined.nbytes for combined in self._combined_values)
+        return values_bytes + lookup_bytes + combined_bytes + _ENTRY_OVERHEAD_BYTES
 
     def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
         """True for rows whose equality columns match no delete key."""
@@ -145,6 +155,13 @@ class EqualityDeleteSet:
             column = column.cast(values.type)
         if self._column_values_has_nan[position]:
             column = _canonical_nans(column)
+        if pa.types.is_integer(values.type):
+            # index_in rebuilds its hash table of the value set on every call; a sorted index is built once.
+            key = (position, values.type)
+            lookup = self._integer_lookups.get(key)
+            if lookup is None:
+                lookup = self._integer_lookups[key] = _IntegerCodeLookup(values)
+            return lookup.codes(column)
         return pc.index_in(column, value_set=values)
 
     def _values_for(self, position: int, column_type: pa.DataType) -> pa.Array:
@@ -168,6 +185,57 @@ class EqualityDeleteSet:
     def __repr__(self) -> str:
         files = len(self.source_paths)
         return f"EqualityDeleteSet(equality_ids={self.equality_ids}, keys={self.key_count}, files={files})"
+
+
+class _IntegerCodeLookup:
+    """Index of integer values in a set's distinct values, from structures built once per delete set.
+
+    Gives what ``pc.index_in(column, value_set=values)`` gives (null where a value is not in the set; a NULL row gets
+    the index of the set's NULL, if it has one) without rebuilding a hash table per batch:
+    1. keys spanning a small range (at most ``_DENSE_SPAN_PER_KEY`` slots per key, ``_DENSE_MAX_SPAN`` in all): a
+       dense table ``code[value - min]``, one array access per row;
+    2. otherwise: binary search of the batch, sorted first (unsorted probes defeat the search's locality).
+    """
+
+    def __init__(self, values: pa.Array) -> None:
+        valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        present_codes = np.flatnonzero(valid).astype(np.int64)
+        present_values = values.filter(pa.array(valid)).to_numpy(zero_copy_only=False).astype(np.int64)
+        null_codes = np.flatnonzero(~valid)
+        self._null_code = int(null_codes[0]) if null_codes.size else -1
+        self._dense_table: np.ndarray | None = None
+        self._minimum = int(present_values.min()) if present_values.size else 0
+        span = int(present_values.max()) - self._minimum + 1 if present_values.size else 0
+        if 0 < span <= min(_DENSE_MAX_SPAN, max(_DENSE_SPAN_PER_KEY * present_values.size, 1 << 16)):
+            self._dense_table = np.full(span, -1, dtype=np.int64)
+            self._dense_table[present_values - self._minimum] = present_codes
+        order = np.argsort(present_values, kind="stable")
+        self._sorted_values = present_values[order]
+        self._codes_of_sorted = present_codes[order]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the lookup structures."""
+        dense = self._dense_table.nbytes if self._dense_table is not None else 0
+        return dense + self._sorted_values.nbytes + self._codes_of_sorted.nbytes
+
+    def codes(self, column: pa.Array) -> pa.Array:
+        """Each row's index in the set's values; null where the set does not hold the row's value."""
+        data = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        codes = np.full(len(data), -1, dtype=np.int64)
+        if self._dense_table is not None:
+            offsets = data - self._minimum
+            in_range = (offsets >= 0) & (offsets < self._dense_table.size)
+            codes[in_range] = self._dense_table[offsets[in_range]]
+        elif self._sorted_values.size:
+            probe_order = np.argsort(data, kind="stable")
+            sorted_probes = data[probe_order]
+            positions = np.minimum(np.searchsorted(self._sorted_values, sorted_probes), self._sorted_values.size - 1)
+            found = self._sorted_values[positions] == sorted_probes
+            codes[probe_order[found]] = self._codes_of_sorted[positions[found]]
+        if column.null_count:
+            codes[~np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = self._null_code
+        return pa.array(codes, mask=codes < 0)
 
 
 def _found_codes(codes: pa.Array) -> np.ndarray:

@@ -423,3 +423,22 @@ def test_values_that_do_not_fit_the_data_column_type_name_their_field_id() -> No
 
     with pytest.raises(EngineError, match=r"field id 1 \(int64\) do not cast to the data column's type int8"):
         delete_set.keep_mask(data, 1)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [3, 7, -2, None, 1000],  # a small span: the dense code table
+        [0, 10**15, -(10**12), None, 2**62],  # a huge span: binary search of the sorted batch
+    ],
+    ids=["dense-table", "sorted-search"],
+)
+def test_integer_key_lookups_agree_with_arrow_for_both_structures(keys: list[int | None]) -> None:
+    delete_set = EqualityDeleteSet([1], [pa.array(keys, pa.int64())])
+    present = [k for k in keys if k is not None]
+    data = pa.array([*present, None, 4, 10**15 - 1, -3, *reversed(present), 5], pa.int64())
+    expected_deleted = [value is None or value in present for value in data.to_pylist()]
+    assert list(~delete_set.keep_mask({1: data}, len(data))) == expected_deleted
+    int32_data = pa.array([3, None, 8, -2], pa.int32())
+    if max(abs(k) for k in present) < 2**31:
+        assert list(delete_set.keep_mask({1: int32_data}, 4)) == [False, False, True, False]
