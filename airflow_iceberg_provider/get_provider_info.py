@@ -9,10 +9,28 @@ from airflow_iceberg_provider import __version__
 PACKAGE_NAME = "airflow-iceberg-provider"
 
 # Module lists per kind. A test walks the package and fails when a module exists that is not listed here.
-HOOK_MODULES: list[str] = []
-OPERATOR_MODULES: list[str] = []
-SENSOR_MODULES: list[str] = []
-TRIGGER_MODULES: list[str] = []
+HOOK_MODULES: list[str] = [
+    "airflow_iceberg_provider.hooks.iceberg_catalog",
+    "airflow_iceberg_provider.hooks.spark_job",
+]
+OPERATOR_MODULES: list[str] = [
+    "airflow_iceberg_provider.operators.compact",
+    "airflow_iceberg_provider.operators.ingest",
+    "airflow_iceberg_provider.operators.maintenance",
+    "airflow_iceberg_provider.operators.read",
+    "airflow_iceberg_provider.operators.spark_job",
+]
+SENSOR_MODULES: list[str] = [
+    "airflow_iceberg_provider.sensors.compaction",
+    "airflow_iceberg_provider.sensors.snapshot",
+]
+TRIGGER_MODULES: list[str] = [
+    "airflow_iceberg_provider.triggers.compaction",
+    "airflow_iceberg_provider.triggers.snapshot",
+]
+# Asset URIs of Iceberg tables: iceberg://<catalog>/<namespace>/<table> (airflow_iceberg_provider/assets.py).
+ASSET_URI_SCHEMES = ["iceberg"]
+ASSET_URI_HANDLER = "airflow_iceberg_provider.assets.sanitize_uri"
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -40,5 +58,6 @@ def get_provider_info() -> dict[str, Any]:
     ):
         if modules:
             info[key] = [{"integration-name": integration, "python-modules": list(modules)}]
+    info["asset-uris"] = [{"schemes": list(ASSET_URI_SCHEMES), "handler": ASSET_URI_HANDLER}]
     # The `iceberg` connection type belongs to apache-airflow-providers-apache-iceberg; this provider reuses it.
     return info

@@ -1,0 +1,120 @@
+"""The Iceberg catalog of an ``iceberg`` Airflow connection: pyiceberg properties, a catalog, a Spark job environment.
+
+The connection type and its rules belong to apache-airflow-providers-apache-iceberg (``IcebergHook``): the extra
+carries the catalog properties, the host (when set) is the catalog ``uri``, the type defaults to ``rest`` and a REST
+catalog gets ``credential = login:password``. This hook keeps those rules and adds two things:
+
+- the catalog name: a SQL catalog keys its rows by catalog name, so the extra may carry ``catalog_name`` (default:
+  the connection id, as the official hook uses);
+- ``spark_job_env()``: the same properties as ``PYICEBERG_CATALOG__<NAME>__<KEY>`` variables for a Spark job, handed
+  to spark-submit as its process environment (never its command line) and registered with Airflow's secrets masker.
+
+Without a connection (``iceberg_conn_id=None``) the catalog comes from pyiceberg's own configuration on this machine.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.apache.iceberg.hooks.iceberg import IcebergHook
+
+from airflow_iceberg_provider.catalog_env import catalog_env_name, catalog_environment
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+
+CATALOG_NAME_EXTRA = "catalog_name"
+# Values always masked in logs, whatever Airflow's list of sensitive names says.
+_ALWAYS_SECRET_KEYS = frozenset({"credential", "token"})
+
+
+class CatalogNotConfiguredError(ValueError):
+    """A catalog named without a connection has no pyiceberg configuration where the hook runs."""
+
+
+class IcebergCatalogHook(IcebergHook):
+    """
+    Iceberg catalog of an ``iceberg`` connection, under the catalog name its extra names, for hooks and Spark jobs.
+
+    :param iceberg_conn_id: The ``iceberg`` connection; ``None`` to use pyiceberg's configuration on this machine
+        (``PYICEBERG_CATALOG__*`` variables or ``.pyiceberg.yaml``) for ``catalog_name``.
+    :param catalog_name: The catalog name; overrides the extra's ``catalog_name`` (default: the connection id).
+    """
+
+    def __init__(self, iceberg_conn_id: str | None = IcebergHook.default_conn_name, catalog_name: str | None = None):
+        if iceberg_conn_id is None and not catalog_name:
+            raise ValueError("IcebergCatalogHook needs an iceberg_conn_id, a catalog_name, or both")
+        super().__init__(iceberg_conn_id=iceberg_conn_id or "")
+        self.iceberg_conn_id = iceberg_conn_id
+        self._catalog_name = catalog_name
+
+    @cached_property
+    def _extra(self) -> dict[str, Any]:
+        if self.iceberg_conn_id is None:
+            return {}
+        return dict(self.get_connection(self.iceberg_conn_id).extra_dejson or {})
+
+    @property
+    def catalog_name(self) -> str:
+        """The catalog name the job and pyiceberg use: argument, else the extra's ``catalog_name``, else the id."""
+        return self._catalog_name or self._extra.get(CATALOG_NAME_EXTRA) or str(self.iceberg_conn_id)
+
+    def catalog_properties(self) -> dict[str, str]:
+        """The connection as pyiceberg catalog properties, by the official hook's rules (empty without one)."""
+        if self.iceberg_conn_id is None:
+            return {}
+        conn = self.get_connection(self.iceberg_conn_id)
+        properties = {key: value for key, value in self._extra.items() if key != CATALOG_NAME_EXTRA}
+        host = conn.host.rstrip("/") if conn.host else None
+        if host:
+            properties["uri"] = host
+        properties.setdefault("type", "rest")
+        if properties["type"] == "rest":
+            if conn.login and conn.password:
+                properties["credential"] = f"{conn.login}:{conn.password}"
+            elif conn.login or conn.password:
+                self.log.warning(
+                    "Connection %s has only one of Client ID / Client Secret; both are needed for OAuth2",
+                    self.iceberg_conn_id,
+                )
+        return properties
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        """The pyiceberg catalog under ``catalog_name`` (connection properties over pyiceberg's configuration)."""
+        from pyiceberg.catalog import load_catalog
+        from pyiceberg.utils.config import Config
+
+        if self.iceberg_conn_id is None and Config().get_catalog_config(self.catalog_name) is None:
+            raise CatalogNotConfiguredError(
+                f"catalog {self.catalog_name!r} is not configured for pyiceberg on this machine: set "
+                f"{catalog_env_name(self.catalog_name, 'uri')} (and its other keys) or .pyiceberg.yaml, or pass "
+                "iceberg_conn_id"
+            )
+        return load_catalog(self.catalog_name, **self.catalog_properties())
+
+    def spark_job_env(self) -> dict[str, str]:
+        """The catalog as ``PYICEBERG_CATALOG__<NAME>__<KEY>`` variables for a Spark job; secrets masked in logs."""
+        properties = self.catalog_properties()
+        _mask_secrets(properties)
+        return catalog_environment(self.catalog_name, properties)
+
+
+def _mask_secrets(properties: dict[str, Any]) -> None:
+    """Register secret-looking property values (and passwords inside URIs) with Airflow's secrets masker."""
+    from airflow.sdk.log import mask_secret
+
+    for key, value in properties.items():
+        if value is None or value == "":
+            continue
+        if key in _ALWAYS_SECRET_KEYS:
+            mask_secret(str(value))
+        else:
+            mask_secret(str(value), name=key)
+        if isinstance(value, str) and "://" in value:
+            password = urllib.parse.urlsplit(value).password
+            if password:
+                mask_secret(password)
+                mask_secret(urllib.parse.unquote(password))

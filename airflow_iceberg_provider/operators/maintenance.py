@@ -1,0 +1,69 @@
+"""Expire snapshots or remove orphan files of an Iceberg table: ``spark_jobs/maintain.py`` as an operator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, optional_text
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+EXPIRE_SNAPSHOTS = "expire-snapshots"
+REMOVE_ORPHAN_FILES = "remove-orphan-files"
+ACTIONS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES)
+
+
+class IcebergMaintenanceOperator(IcebergSparkJobOperator):
+    """
+    Table maintenance: ``expire-snapshots`` (older than a time, keeping the last N, deleting the files no remaining
+    snapshot references) or ``remove-orphan-files`` (files older than a time that no snapshot references).
+
+    Command line: ``maintain.py <action> --catalog NAME --table NS.TABLE --older-than TS [--retain-last N]
+    [--dry-run]``. With ``dry_run`` the result lists what would be removed and nothing is deleted.
+
+    :param action: ``expire-snapshots`` or ``remove-orphan-files``.
+    :param older_than: Epoch milliseconds or ISO-8601, e.g. ``"{{ macros.ds_add(ds, -7) }}"``. (templated)
+    :param retain_last: ``expire-snapshots`` only: always keep this many most recent snapshots. (templated)
+    :param dry_run: Report only, delete nothing.
+    """
+
+    job = "maintain"
+    template_fields: Sequence[str] = (*IcebergSparkJobOperator.template_fields, "older_than", "retain_last")
+
+    def __init__(
+        self,
+        *,
+        action: str,
+        older_than: str | int,
+        retain_last: int | str | None = None,
+        dry_run: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if action not in ACTIONS:
+            raise ValueError(f"IcebergMaintenanceOperator {self.task_id}: action {action!r} is not one of {ACTIONS}")
+        if retain_last is not None and action != EXPIRE_SNAPSHOTS:
+            raise ValueError(f"IcebergMaintenanceOperator {self.task_id}: retain_last applies to {EXPIRE_SNAPSHOTS}")
+        self.action = action
+        self.older_than = older_than
+        self.retain_last = retain_last
+        self.dry_run = dry_run
+
+    def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
+        """The action, then ``--catalog --table --older-than`` and its options."""
+        if optional_text(self.older_than) is None:
+            raise ValueError(f"IcebergMaintenanceOperator {self.task_id}: older_than rendered empty")
+        arguments = [self.action]
+        arguments += flag_arguments(
+            [
+                ("--catalog", catalog_name),
+                ("--table", self.table),
+                ("--older-than", self.older_than),
+                ("--retain-last", self.retain_last),
+            ]
+        )
+        if self.dry_run:
+            arguments.append("--dry-run")
+        return arguments

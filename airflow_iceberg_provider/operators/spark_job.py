@@ -1,0 +1,201 @@
+"""What every Iceberg job operator shares: a SparkSubmitOperator that runs one ``spark_jobs`` entry point.
+
+1. The command line: the job's arguments from the operator's (rendered) fields, then any ``application_args``.
+2. The catalog: with ``iceberg_conn_id``, the connection's properties become the job's
+   ``PYICEBERG_CATALOG__<NAME>__<KEY>`` environment through SparkSubmitHook's ``env_vars`` (process environment in
+   local and client modes; YARN and Kubernetes get them as driver-environment confs, which SparkSubmitHook builds);
+   without it, ``catalog`` names a catalog already configured for pyiceberg where the driver runs.
+3. The engine: a zip of ``spark_jobs`` in ``py_files`` (``ship_engine=True``), or the package installed on the cluster.
+4. The outcome: the job's final JSON line is the XCom value; on failure the task fails with the job's ``error:`` line
+   (bad input, exit code 2, fails without retries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
+
+from airflow_iceberg_provider.assets import iceberg_table_asset
+from airflow_iceberg_provider.engine_package import engine_zip, job_script
+from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
+from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
+from airflow_iceberg_provider.job_output import EXIT_USAGE
+from airflow_iceberg_provider.lineage import table_lineage
+from airflow_iceberg_provider.settings import ProviderSettings
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+# Quiet, headless defaults for the jobs; any ``conf`` the caller passes wins.
+DEFAULT_JOB_CONF = {"spark.ui.showConsoleProgress": "false"}
+
+
+class IcebergJobError(AirflowException):
+    """A ``spark_jobs`` job failed; the message carries its one-line reason."""
+
+
+class IcebergJobInputError(AirflowFailException):
+    """A ``spark_jobs`` job refused its input (exit code 2); retrying cannot help."""
+
+
+class IcebergSparkJobOperator(SparkSubmitOperator):
+    """
+    Run one ``spark_jobs`` entry point on an Iceberg table through spark-submit and return its result line.
+
+    Subclasses set ``job`` and build the job's arguments in ``job_arguments``. Every SparkSubmitOperator argument
+    (``conn_id``, ``conf``, ``deploy_mode``, memory and cores, ...) passes through.
+
+    :param table: Table identifier ``namespace.table``. (templated)
+    :param catalog: Catalog name the job resolves through pyiceberg; with ``iceberg_conn_id`` it overrides the
+        connection extra's ``catalog_name``. (templated)
+    :param iceberg_conn_id: ``iceberg`` connection whose catalog properties the job gets as its environment.
+    :param ship_engine: Add a zip of ``spark_jobs`` to ``py_files`` (``False`` when the cluster has the package).
+    :param application: The job script; default the installed ``spark_jobs/<job>.py`` (give a cluster-visible path
+        in cluster deploy mode). (templated)
+    :param application_args: Extra arguments appended after the job's own. (templated)
+    """
+
+    job: ClassVar[str] = ""
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "table", "catalog")
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        catalog: str | None = None,
+        iceberg_conn_id: str | None = None,
+        ship_engine: bool = True,
+        conn_id: str | None = None,
+        application: str = "",
+        name: str | None = None,
+        conf: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not catalog and not iceberg_conn_id:
+            raise ValueError(f"{type(self).__name__} on {table!r} needs catalog= or iceberg_conn_id=")
+        super().__init__(
+            application=application,
+            conn_id=conn_id or ProviderSettings.from_environment().spark_conn_id,
+            name=name or f"iceberg-{self.job}-{kwargs.get('task_id', 'task')}",
+            conf={**DEFAULT_JOB_CONF, **(conf or {})},
+            **kwargs,
+        )
+        self.table = table
+        self.catalog = catalog
+        self.iceberg_conn_id = iceberg_conn_id
+        self.ship_engine = ship_engine
+        self.extra_application_args = list(self.application_args or [])
+        self._declare_table_asset()
+
+    # ---- what subclasses provide ----------------------------------------------------------------------------
+
+    def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
+        """The job's own command-line arguments (after the script), from rendered fields."""
+        raise NotImplementedError
+
+    def declares_output(self) -> bool:
+        """Whether the job writes the table's rows (the table is an outlet) rather than only reading it (inlet)."""
+        return False
+
+    # ---- execution ------------------------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> dict[str, Any] | None:
+        """Submit the job, then return its final JSON line (the XCom value) or fail with its reason."""
+        self.prepare_submission(context)
+        try:
+            super().execute(context)
+        except AirflowException as error:
+            raise self._job_failure(error) from error
+        return self._job_result()
+
+    def prepare_submission(self, context: Context) -> None:
+        """Set the script, the job's arguments, the catalog environment and the engine zip on this operator."""
+        catalog_hook = self.catalog_hook()
+        catalog_name = catalog_hook.catalog_name
+        self.application = self.application or str(job_script(self.job))
+        self.application_args = [*self.job_arguments(catalog_name, context), *self.extra_application_args]
+        self.env_vars = {**(self.env_vars or {}), **catalog_hook.spark_job_env()}
+        if self.ship_engine and "spark_jobs" not in (self.py_files or ""):
+            self.py_files = ",".join(p for p in (self.py_files, str(engine_zip())) if p)
+        self._hook = None
+
+    def catalog_hook(self) -> IcebergCatalogHook:
+        """The catalog hook: the connection's catalog, or pyiceberg's configuration for ``catalog``."""
+        return IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id, catalog_name=self.catalog)
+
+    def _get_hook(self) -> SparkJobSubmitHook:
+        return SparkJobSubmitHook.from_hook(super()._get_hook())
+
+    def _job_failure(self, error: AirflowException) -> AirflowException:
+        """The task's failure: the job's one-line reason when it printed one, else spark-submit's own error."""
+        hook = self._hook
+        if not isinstance(hook, SparkJobSubmitHook) or hook.job_output.error_reason is None:
+            return error
+        reason = f"{self.job} job on {self.table} failed: {hook.job_output.error_reason}"
+        if hook.exit_code == EXIT_USAGE:
+            return IcebergJobInputError(reason)
+        return IcebergJobError(reason)
+
+    def _job_result(self) -> dict[str, Any] | None:
+        """The job's result object; ``None`` in cluster deploy mode, where the driver prints on the cluster."""
+        hook = self._hook
+        result = hook.job_output.result if isinstance(hook, SparkJobSubmitHook) else None
+        if result is not None:
+            return result
+        if isinstance(hook, SparkJobSubmitHook) and hook.runs_driver_locally:
+            tail = "\n".join(hook.job_output.tail)
+            raise IcebergJobError(f"{self.job} job on {self.table} printed no result line; output ended with:\n{tail}")
+        self.log.warning("%s job ran in cluster deploy mode: its result line is in the driver log", self.job)
+        return None
+
+    # ---- assets and lineage ---------------------------------------------------------------------------------
+
+    def _asset_catalog(self) -> str | None:
+        return self.catalog or self.iceberg_conn_id
+
+    def _declare_table_asset(self) -> None:
+        """Declare the table as an inlet or outlet Asset unless its name is only known at run time (templated)."""
+        catalog = self._asset_catalog()
+        if not catalog or "{{" in self.table or "{{" in catalog:
+            return
+        asset = iceberg_table_asset(catalog, self.table)
+        if self.declares_output():
+            self.outlets = [*self.outlets, asset]
+        else:
+            self.inlets = [*self.inlets, asset]
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage input/output datasets for the table (``None`` without the OpenLineage provider)."""
+        catalog = self._asset_catalog() or ""
+        tables = [self.table]
+        return table_lineage(
+            catalog, inputs=[] if self.declares_output() else tables, outputs=tables if self.declares_output() else []
+        )
+
+
+def optional_text(value: Any) -> str | None:
+    """A rendered argument as text, or ``None`` when it was left empty (``None``, ``""`` or a rendered "None")."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return None if text in ("", "None") else text
+
+
+def flag_arguments(pairs: Sequence[tuple[str, Any]]) -> list[str]:
+    """``--flag value`` for every pair whose value is given (see ``optional_text``)."""
+    arguments: list[str] = []
+    for flag, value in pairs:
+        text = optional_text(value)
+        if text is not None:
+            arguments += [flag, text]
+    return arguments
+
+
+def column_list(columns: str | Sequence[str] | None) -> str | None:
+    """Columns as the jobs' comma-separated form (a list or an already joined string)."""
+    if columns is None or isinstance(columns, str):
+        return optional_text(columns)
+    return ",".join(str(column).strip() for column in columns if str(column).strip()) or None

@@ -1,0 +1,46 @@
+"""IcebergCompactOperator: the compaction job's command line (issue 4's contract), plan-only mode, its inlet."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_iceberg_provider.operators.compact import IcebergCompactOperator
+
+
+def test_defaults_leave_every_option_to_the_job() -> None:
+    operator = IcebergCompactOperator(task_id="compact", catalog="lake", table="sales.orders")
+    assert operator.job_arguments("lake", {}) == ["--catalog", "lake", "--table", "sales.orders"]
+    assert [asset.uri for asset in operator.inlets] == ["iceberg://lake/sales/orders"]
+    assert operator.outlets == []
+
+
+def test_every_option_and_plan_only() -> None:
+    operator = IcebergCompactOperator(
+        task_id="compact",
+        catalog="lake",
+        table="sales.orders",
+        where="day >= '2026-01-01'",
+        target_file_size_bytes=134217728,
+        min_file_size_bytes=100663296,
+        max_file_size_bytes=241591910,
+        min_input_files=5,
+        delete_file_threshold=10,
+        delete_ratio_threshold=0.3,
+        max_file_group_size_bytes=107374182400,
+        max_concurrent_file_group_rewrites=2,
+        partial_progress=True,
+        max_commits=4,
+        dry_run=True,
+    )
+    assert operator.job_arguments("lake", {}) == [
+        *["--catalog", "lake", "--table", "sales.orders", "--where", "day >= '2026-01-01'"],
+        *["--target-file-size-bytes", "134217728", "--min-file-size-bytes", "100663296"],
+        *["--max-file-size-bytes", "241591910", "--min-input-files", "5", "--delete-file-threshold", "10"],
+        *["--delete-ratio-threshold", "0.3", "--max-file-group-size-bytes", "107374182400"],
+        *["--max-concurrent-file-group-rewrites", "2", "--partial-progress", "--max-commits", "4", "--dry-run"],
+    ]
+
+
+def test_max_commits_needs_partial_progress() -> None:
+    with pytest.raises(ValueError, match="max_commits needs partial_progress=True"):
+        IcebergCompactOperator(task_id="c", catalog="lake", table="n.t", max_commits=2)

@@ -1,0 +1,46 @@
+"""IcebergMaintenanceOperator: the maintenance job's command lines (issue 4's contract)."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_iceberg_provider.operators.maintenance import IcebergMaintenanceOperator
+
+
+def test_expire_snapshots_command_line() -> None:
+    operator = IcebergMaintenanceOperator(
+        task_id="expire",
+        catalog="lake",
+        table="sales.orders",
+        action="expire-snapshots",
+        older_than="2026-01-01T00:00:00",
+        retain_last=10,
+        dry_run=True,
+    )
+    assert operator.job_arguments("lake", {}) == [
+        "expire-snapshots",
+        *["--catalog", "lake", "--table", "sales.orders", "--older-than", "2026-01-01T00:00:00"],
+        *["--retain-last", "10", "--dry-run"],
+    ]
+
+
+def test_remove_orphan_files_command_line() -> None:
+    operator = IcebergMaintenanceOperator(
+        task_id="orphans", catalog="lake", table="sales.orders", action="remove-orphan-files", older_than=1767225600000
+    )
+    assert operator.job_arguments("lake", {}) == [
+        "remove-orphan-files",
+        *["--catalog", "lake", "--table", "sales.orders", "--older-than", "1767225600000"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"action": "vacuum", "older_than": "x"}, "action 'vacuum' is not one of"),
+        ({"action": "remove-orphan-files", "older_than": "x", "retain_last": 3}, "retain_last applies to"),
+    ],
+)
+def test_bad_arguments_are_refused(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        IcebergMaintenanceOperator(task_id="m", catalog="lake", table="n.t", **kwargs)

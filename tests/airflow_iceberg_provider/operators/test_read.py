@@ -1,0 +1,134 @@
+"""IcebergReadOperator end to end on Spark local[2] (real spark-submit under dag.test), and what it submits."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from airflow.sdk import DAG
+
+from airflow_iceberg_provider.operators.read import IcebergReadOperator
+from airflow_iceberg_provider.operators.spark_job import IcebergJobInputError
+from tests.support.airflow_env import run_dag, task_state, xcom_return_value
+
+QUIET = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}
+SECRET = "conn-extra-password-91c2"
+
+
+@pytest.fixture
+def lake_connection(monkeypatch: pytest.MonkeyPatch) -> str:
+    """An ``iceberg`` connection to the ``testing`` catalog whose extra carries a password."""
+    extra = {
+        "type": "sql",
+        "uri": os.environ["PYICEBERG_CATALOG__TESTING__URI"],
+        "warehouse": os.environ["PYICEBERG_CATALOG__TESTING__WAREHOUSE"],
+        "catalog_name": "testing",
+        "s3.secret-access-key": SECRET,
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE", json.dumps({"conn_type": "iceberg", "extra": extra}))
+    return "lake"
+
+
+@pytest.mark.spark
+@pytest.mark.airflow
+@pytest.mark.usefixtures("airflow_db", "spark_connection")
+def test_reads_the_first_snapshot_through_spark_submit_and_returns_the_result_line(
+    lake_connection, events_table, testing_catalog, tmp_path: Path
+) -> None:
+    first_snapshot = testing_catalog.load_table(events_table).snapshots()[0].snapshot_id
+    output = tmp_path / "first"
+    with DAG("test_read_operator", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+        IcebergReadOperator(
+            task_id="read_first",
+            iceberg_conn_id=lake_connection,
+            table=events_table,
+            snapshot_id=first_snapshot,
+            columns=["id"],
+            row_filter="id >= 3",
+            output_path=str(output),
+            conf=QUIET,
+        )
+    dag_run = run_dag(dag)
+    assert task_state(dag_run, "read_first") == "success"
+    result = xcom_return_value(dag_run, "read_first")
+    assert result["snapshot_id"] == first_snapshot
+    assert result["rows_out"] == 7
+    assert sorted(pq.read_table(output).column("id").to_pylist()) == list(range(3, 10))
+
+
+@pytest.mark.spark
+def test_a_failing_job_fails_the_task_with_its_reason(airflow_db, spark_connection, tmp_path: Path) -> None:
+    operator = IcebergReadOperator(
+        task_id="read_missing",
+        catalog="testing",
+        table="airflow_tests.no_such_table",
+        output_path=str(tmp_path / "out"),
+        conf=QUIET,
+    )
+    with pytest.raises(
+        IcebergJobInputError, match=r"read job on airflow_tests\.no_such_table failed: table .* not found"
+    ):
+        operator.execute(context={})
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_carries_no_secret_and_the_environment_does(spark_connection, lake_connection) -> None:
+    operator = IcebergReadOperator(
+        task_id="read", iceberg_conn_id=lake_connection, table="ns.events", output_path="/tmp/out", ref="audit"
+    )
+    operator.prepare_submission(context={})
+    hook = operator._get_hook()
+    command = hook._build_spark_submit_command(operator.application)
+    assert SECRET not in " ".join(command)
+    assert hook._env["PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY"] == SECRET
+    assert command[command.index(operator.application) :] == [
+        operator.application,
+        *["--catalog", "testing", "--table", "ns.events", "--ref", "audit", "--output", "/tmp/out"],
+        *["--output-format", "parquet", "--mode", "error"],
+    ]
+    assert Path(operator.application).name == "read.py"
+    assert Path(command[command.index("--py-files") + 1]).name.startswith("spark_jobs-")
+
+
+def test_templated_fields_render() -> None:
+    with DAG("test_read_render", schedule=None, start_date=datetime(2026, 1, 1), params={"table": "ns.t"}) as dag:
+        operator = IcebergReadOperator(
+            task_id="read",
+            catalog="{{ params.catalog }}",
+            table="{{ params.table }}",
+            snapshot_id="{{ params.snapshot_id }}",
+            as_of="{{ params.as_of }}",
+            row_filter="day = '{{ ds }}'",
+            output_path="/exports/{{ ds }}",
+        )
+    context = {"params": {"catalog": "lake", "table": "ns.t", "snapshot_id": None, "as_of": "2026-01-02"}}
+    operator.render_template_fields({**context, "ds": "2026-01-03"}, jinja_env=dag.get_template_env())
+    assert (operator.catalog, operator.table, operator.output_path) == ("lake", "ns.t", "/exports/2026-01-03")
+    assert operator.job_arguments("lake", context={}) == [
+        *["--catalog", "lake", "--table", "ns.t", "--as-of", "2026-01-02", "--filter", "day = '2026-01-03'"],
+        *["--output", "/exports/2026-01-03", "--output-format", "parquet", "--mode", "error"],
+    ]
+
+
+def test_the_table_is_an_inlet_asset_unless_templated() -> None:
+    plain = IcebergReadOperator(task_id="a", catalog="Lake", table="sales.orders", output_path="/o")
+    assert [asset.uri for asset in plain.inlets] == ["iceberg://lake/sales/orders"]
+    assert plain.outlets == []
+    templated = IcebergReadOperator(task_id="b", catalog="lake", table="{{ params.table }}", output_path="/o")
+    assert templated.inlets == []
+
+
+def test_without_the_openlineage_provider_there_are_no_facets_and_nothing_breaks() -> None:
+    with pytest.raises(ImportError):
+        import airflow.providers.openlineage  # noqa: F401
+    operator = IcebergReadOperator(task_id="a", catalog="lake", table="sales.orders", output_path="/o")
+    assert operator.get_openlineage_facets_on_complete(task_instance=None) is None
+
+
+def test_a_catalog_or_a_connection_is_required() -> None:
+    with pytest.raises(ValueError, match="needs catalog= or iceberg_conn_id="):
+        IcebergReadOperator(task_id="a", table="sales.orders", output_path="/o")

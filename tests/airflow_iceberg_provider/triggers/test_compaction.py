@@ -1,0 +1,35 @@
+"""The compaction trigger serializes, rebuilds, and fires with the statistics and reasons."""
+
+from __future__ import annotations
+
+import asyncio
+
+from airflow.sdk._shared.module_loading import import_string
+
+from airflow_iceberg_provider.triggers.compaction import IcebergCompactionNeededTrigger
+
+
+def _first_event(trigger, timeout: float = 60):
+    async def first():
+        async for event in trigger.run():
+            return event
+
+    return asyncio.run(asyncio.wait_for(first(), timeout))
+
+
+def test_round_trips() -> None:
+    trigger = IcebergCompactionNeededTrigger(
+        table="ns.t", iceberg_conn_id="lake", min_small_files=10, min_deleted_row_ratio=0.2, poll_interval=30
+    )
+    classpath, kwargs = trigger.serialize()
+    assert import_string(classpath)(**kwargs).serialize() == (classpath, kwargs)
+
+
+def test_fires_when_a_threshold_is_reached(conformance_catalog) -> None:
+    trigger = IcebergCompactionNeededTrigger(
+        table="corpus.v2_eq_deletes", catalog_name="conformance", min_delete_files=15, poll_interval=0.1
+    )
+    event = _first_event(trigger)
+    assert event.payload["status"] == "success"
+    assert event.payload["stats"]["delete_files"] == 15
+    assert event.payload["reasons"] == ["15 delete files (threshold 15)"]
