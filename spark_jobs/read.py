@@ -55,9 +55,11 @@ def load(
     """
     from spark_jobs.engine.read_session import open_read_session
     from spark_jobs.engine.spark_scan import dataframe_from_source
+    from spark_jobs.engine.spark_source import spark_schema_of
 
-    # Plan once on the driver first: a bad table, snapshot, column or filter fails here with a clear message.
-    open_read_session(
+    # Plan once on the driver first: a bad table, snapshot, column or filter fails here with a clear message, and
+    # the schema found here is handed to Spark so its planner process does not open the table again for it.
+    session = open_read_session(
         catalog, table, columns=columns, row_filter=row_filter, snapshot_id=snapshot_id, ref=ref, as_of=as_of
     )
     engine_on_executors(spark)
@@ -70,7 +72,7 @@ def load(
         "ref": ref,
         "as_of": as_of,
     }
-    return dataframe_from_source(spark, options)
+    return dataframe_from_source(spark, options, schema=spark_schema_of(session.output_schema))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.read_session import ReadSession
@@ -62,13 +63,18 @@ def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[D
     return task_rows.mapInArrow(read_partition, spark_schema), accumulator
 
 
-def dataframe_from_source(spark: SparkSession, options: dict[str, str]) -> DataFrame:
-    """A DataFrame over the ``iceberg_mor`` data source; pushdown follows the session's Python pushdown flag."""
+def dataframe_from_source(spark: SparkSession, options: dict[str, Any], schema: StructType | None = None) -> DataFrame:
+    """A DataFrame over the ``iceberg_mor`` data source; pushdown follows the session's Python pushdown flag.
+
+    With ``schema`` (already known from planning on the driver) Spark skips asking the data source for it.
+    """
     from spark_jobs.engine.spark_source import SOURCE_NAME, register
 
     register(spark)
     pushdown = str(spark.conf.get(FILTER_PUSHDOWN_CONF, "false")).lower() == "true"
     reader = spark.read.format(SOURCE_NAME)
+    if schema is not None:
+        reader = reader.schema(schema)
     for key, value in {**options, "filter_pushdown": str(pushdown).lower()}.items():
         if value is not None:
             reader = reader.option(key, str(value))
