@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, optional_text
+from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -20,11 +20,12 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
     Table maintenance: ``expire-snapshots`` (older than a time, keeping the last N, deleting the files no remaining
     snapshot references) or ``remove-orphan-files`` (files older than a time that no snapshot references).
 
-    Command line: ``maintain.py <action> --catalog NAME --table NS.TABLE --older-than TS [--retain-last N]
+    Command line: ``maintain.py <action> --catalog NAME --table NS.TABLE [--older-than TS] [--retain-last N]
     [--dry-run]``. With ``dry_run`` the result lists what would be removed and nothing is deleted.
 
     :param action: ``expire-snapshots`` or ``remove-orphan-files``.
-    :param older_than: Epoch milliseconds or ISO-8601, e.g. ``"{{ macros.ds_add(ds, -7) }}"``. (templated)
+    :param older_than: Epoch milliseconds or ISO-8601, e.g. ``"{{ macros.ds_add(ds, -7) }}"``; default the job's
+        (five days ago for snapshots, three days for orphan files). (templated)
     :param retain_last: ``expire-snapshots`` only: always keep this many most recent snapshots. (templated)
     :param dry_run: Report only, delete nothing.
     """
@@ -36,7 +37,7 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
         self,
         *,
         action: str,
-        older_than: str | int,
+        older_than: str | int | None = None,
         retain_last: int | str | None = None,
         dry_run: bool = False,
         **kwargs: Any,
@@ -52,9 +53,7 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
         self.dry_run = dry_run
 
     def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
-        """The action, then ``--catalog --table --older-than`` and its options."""
-        if optional_text(self.older_than) is None:
-            raise ValueError(f"IcebergMaintenanceOperator {self.task_id}: older_than rendered empty")
+        """The action, then ``--catalog --table`` and the options that are set."""
         arguments = [self.action]
         arguments += flag_arguments(
             [

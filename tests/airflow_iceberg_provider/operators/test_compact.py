@@ -44,3 +44,17 @@ def test_every_option_and_plan_only() -> None:
 def test_max_commits_needs_partial_progress() -> None:
     with pytest.raises(ValueError, match="max_commits needs partial_progress=True"):
         IcebergCompactOperator(task_id="c", catalog="lake", table="n.t", max_commits=2)
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("spark_connection")
+def test_plan_only_through_spark_submit(testing_catalog, events_table) -> None:
+    head = testing_catalog.load_table(events_table).current_snapshot().snapshot_id
+    operator = IcebergCompactOperator(
+        task_id="plan", catalog="testing", table=events_table, min_input_files=2, dry_run=True
+    )
+    result = operator.execute(context={})
+    assert (result["job"], result["dry_run"], result["operation"]) == ("compact", True, "replace")
+    assert (result["snapshot_id"], result["file_groups"], result["rewritten_data_files"]) == (head, 1, 2)
+    assert result["rewritten_rows"] == 15
+    assert testing_catalog.load_table(events_table).current_snapshot().snapshot_id == head

@@ -44,3 +44,28 @@ def test_remove_orphan_files_command_line() -> None:
 def test_bad_arguments_are_refused(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         IcebergMaintenanceOperator(task_id="m", catalog="lake", table="n.t", **kwargs)
+
+
+def test_older_than_defaults_to_the_jobs() -> None:
+    operator = IcebergMaintenanceOperator(task_id="o", catalog="lake", table="n.t", action="remove-orphan-files")
+    assert operator.job_arguments("lake", {}) == ["remove-orphan-files", "--catalog", "lake", "--table", "n.t"]
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("spark_connection")
+def test_expire_snapshots_dry_run_through_spark_submit(testing_catalog, events_table) -> None:
+    first, second = (s.snapshot_id for s in testing_catalog.load_table(events_table).snapshots())
+    operator = IcebergMaintenanceOperator(
+        task_id="expire",
+        catalog="testing",
+        table=events_table,
+        action="expire-snapshots",
+        older_than="2100-01-01T00:00:00",
+        retain_last=1,
+        dry_run=True,
+    )
+    result = operator.execute(context={})
+    assert (result["job"], result["action"], result["dry_run"]) == ("maintain", "expire-snapshots", True)
+    assert result["expired_snapshot_ids"] == [first]
+    assert result["retained_snapshot_ids"] == [second]
+    assert len(testing_catalog.load_table(events_table).snapshots()) == 2
