@@ -1,0 +1,96 @@
+"""The example DAGs: all import, their pieces fit together, and the time-travel DAG runs end to end with Params."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from airflow.dag_processing.dagbag import DagBag
+
+from tests.support.airflow_env import task_state, xcom_return_value
+
+DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
+EXAMPLE_DAGS = {
+    "iceberg_demo_pipeline",
+    "iceberg_hourly_ingest",
+    "iceberg_nightly_compaction",
+    "iceberg_backfill_time_travel",
+    "iceberg_on_new_snapshot",
+    "iceberg_spark_submit_read",
+}
+
+
+def _dag_bag() -> DagBag:
+    return DagBag(dag_folder=str(DAGS_DIR))
+
+
+@pytest.fixture
+def dag_bag(example_settings) -> DagBag:
+    return _dag_bag()
+
+
+def test_every_example_dag_imports(dag_bag: DagBag) -> None:
+    assert dag_bag.import_errors == {}
+    assert set(dag_bag.dag_ids) == EXAMPLE_DAGS
+
+
+def test_the_ingest_outlet_is_the_asset_the_event_driven_dag_waits_for(dag_bag: DagBag) -> None:
+    outlet = dag_bag.dags["iceberg_hourly_ingest"].get_task("ingest_hour").outlets
+    assert [asset.uri for asset in outlet] == ["iceberg://testing/example_dags/events"]
+    on_new = dag_bag.dags["iceberg_on_new_snapshot"]
+    (scheduled_on,) = on_new.timetable.asset_condition.objects
+    assert scheduled_on.uri == "iceberg://testing/example_dags/events"
+    (watcher,) = scheduled_on.watchers
+    assert watcher.trigger.serialize()[1]["catalog_name"] == "testing"
+
+
+def test_nightly_compaction_is_gated_by_the_sensor(dag_bag: DagBag) -> None:
+    dag = dag_bag.dags["iceberg_nightly_compaction"]
+    assert [task.task_id for task in dag.topological_sort()] == [
+        "compaction_needed",
+        "plan_compaction",
+        "compact",
+        "expire_snapshots",
+        "remove_orphan_files",
+    ]
+    assert dag.get_task("plan_compaction").dry_run
+    assert dag.get_task("compaction_needed").soft_fail
+
+
+def test_the_plain_spark_submit_example_points_at_the_read_job(dag_bag: DagBag) -> None:
+    task = dag_bag.dags["iceberg_spark_submit_read"].get_task("read_events")
+    assert task.application.endswith("spark_jobs/read.py")
+    assert task.application_args[:4] == ["--catalog", "testing", "--table", "example_dags.events"]
+    assert set(task.env_vars) == {
+        "PYICEBERG_CATALOG__TESTING__TYPE",
+        "PYICEBERG_CATALOG__TESTING__URI",
+        "PYICEBERG_CATALOG__TESTING__WAREHOUSE",
+    }
+
+
+@pytest.mark.spark
+@pytest.mark.airflow
+@pytest.mark.usefixtures("airflow_db")
+def test_time_travel_to_the_first_snapshot_over_a_date_range(example_settings, example_events, testing_catalog):
+    from tests.support.airflow_env import register_dag
+
+    first_snapshot = testing_catalog.load_table(example_events).snapshots()[0].snapshot_id
+    dag = _dag_bag().dags["iceberg_backfill_time_travel"]
+    register_dag(dag)
+    output = example_settings / "first_day"
+    dag_run = dag.test(
+        run_conf={
+            "table": example_events,
+            "snapshot_id": first_snapshot,
+            "start_date": "2026-01-01",
+            "end_date": "2026-01-02",
+            "output": str(output),
+        }
+    )
+    assert task_state(dag_run, "export_at_snapshot") == "success"
+    assert task_state(dag_run, "has_target") == "success"
+    assert task_state(dag_run, "backfill_target") == "skipped"
+    result = xcom_return_value(dag_run, "export_at_snapshot")
+    assert (result["snapshot_id"], result["rows_out"]) == (first_snapshot, 4)
+    assert sorted(pq.read_table(output).column("id").to_pylist()) == [1, 2, 3, 4]
