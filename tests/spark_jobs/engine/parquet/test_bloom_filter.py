@@ -173,3 +173,25 @@ def test_uuid_and_decimal_columns_in_read_schema_probe_their_file_encoding(write
         )
         assert sum(batch.num_rows for batch in batches) >= 1
         assert metrics.row_groups_pruned_by_statistics + metrics.row_groups_pruned_by_bloom_filter >= 8
+
+
+def test_block_reading_filter_answers_like_the_whole_filter_and_reads_a_block_per_probe(tmp_path: Path) -> None:
+    from spark_jobs.engine.parquet.bloom_filter import open_bloom_filter
+
+    values = np.arange(0, 60000, 3, dtype=np.int64)
+    path = tmp_path / "blocks.parquet"
+    pq.write_table(pa.table({"id": values}), path, bloom_filter_options={"id": {"ndv": 20000, "fpp": 0.01}})
+    parquet_file = pq.ParquetFile(path)
+    leaf = file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)[0]
+    chunk = parquet_file.metadata.row_group(0).column(0)
+    metrics = ScanMetrics()
+    with pa.OSFile(str(path)) as stream:
+        whole, whole_bytes = read_bloom_filter(stream, chunk, str(path))
+        lazy = open_bloom_filter(stream, chunk, str(path), metrics)
+        probes = [*values[:50].tolist(), *range(1, 300, 3)]
+        assert [literal_might_be_present(lazy, v, leaf) for v in probes] == [
+            literal_might_be_present(whole, v, leaf) for v in probes
+        ]
+    assert all(literal_might_be_present(lazy, v, leaf) for v in values[:50].tolist())
+    assert metrics.bytes_read <= 64 + 32 * len(probes)
+    assert metrics.bytes_read < whole_bytes / 4
