@@ -59,7 +59,12 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
     """
 
     job: ClassVar[str] = ""
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "table", "catalog")
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields,
+        "table",
+        "catalog",
+        "extra_application_args",
+    )
 
     def __init__(
         self,
@@ -72,6 +77,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         application: str = "",
         name: str | None = None,
         conf: dict[str, Any] | None = None,
+        application_args: list[Any] | None = None,
         **kwargs: Any,
     ) -> None:
         if not catalog and not iceberg_conn_id:
@@ -87,7 +93,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         self.catalog = catalog
         self.iceberg_conn_id = iceberg_conn_id
         self.ship_engine = ship_engine
-        self.extra_application_args = list(self.application_args or [])
+        self.extra_application_args = list(application_args or [])
         self._declare_table_asset()
 
     # ---- what subclasses provide ----------------------------------------------------------------------------

@@ -104,10 +104,13 @@ def test_templated_fields_render() -> None:
             as_of="{{ params.as_of }}",
             row_filter="day = '{{ ds }}'",
             output_path="/exports/{{ ds }}",
+            application_args=["--split-size", "{{ params.split }}"],
         )
-    context = {"params": {"catalog": "lake", "table": "ns.t", "snapshot_id": None, "as_of": "2026-01-02"}}
+    params = {"catalog": "lake", "table": "ns.t", "snapshot_id": None, "as_of": "2026-01-02", "split": 1024}
+    context = {"params": params}
     operator.render_template_fields({**context, "ds": "2026-01-03"}, jinja_env=dag.get_template_env())
     assert (operator.catalog, operator.table, operator.output_path) == ("lake", "ns.t", "/exports/2026-01-03")
+    assert operator.extra_application_args == ["--split-size", "1024"]
     assert operator.job_arguments("lake", context={}) == [
         *["--catalog", "lake", "--table", "ns.t", "--as-of", "2026-01-02", "--filter", "day = '2026-01-03'"],
         *["--output", "/exports/2026-01-03", "--output-format", "parquet", "--mode", "error"],
@@ -132,3 +135,47 @@ def test_without_the_openlineage_provider_there_are_no_facets_and_nothing_breaks
 def test_a_catalog_or_a_connection_is_required() -> None:
     with pytest.raises(ValueError, match="needs catalog= or iceberg_conn_id="):
         IcebergReadOperator(task_id="a", table="sales.orders", output_path="/o")
+
+
+@pytest.mark.spark
+@pytest.mark.standalone
+@pytest.mark.postgres
+@pytest.mark.airflow
+@pytest.mark.usefixtures("airflow_db")
+def test_reads_on_the_standalone_cluster_from_a_postgresql_catalog(
+    monkeypatch: pytest.MonkeyPatch, spark_standalone, postgres, tmp_path: Path
+) -> None:
+    """The distributed shape: Spark master and worker, a SQL catalog on PostgreSQL reached through the connection."""
+    import pyarrow as pa
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from tests.support.airflow_env import path_with_spark_submit
+
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    properties = {"uri": postgres.create_database("airflow_read_catalog"), "warehouse": f"file://{warehouse}"}
+    catalog = SqlCatalog("pglake", **properties)
+    catalog.create_namespace_if_not_exists("sales")
+    rows = pa.table({"id": pa.array(range(1000), pa.int64()), "region": pa.array(["eu", "us"] * 500)})
+    catalog.create_table("sales.orders", schema=rows.schema).append(rows)
+    extra = {"type": "sql", "catalog_name": "pglake", **properties}
+    monkeypatch.setenv("AIRFLOW_CONN_PG_LAKE", json.dumps({"conn_type": "iceberg", "extra": extra}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_SPARK_CLUSTER", json.dumps({"conn_type": "spark", "host": spark_standalone.master_url})
+    )
+    monkeypatch.setenv("PATH", path_with_spark_submit())
+    output = tmp_path / "eu"
+    with DAG("test_read_operator_standalone", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+        IcebergReadOperator(
+            task_id="read_eu",
+            conn_id="spark_cluster",
+            iceberg_conn_id="pg_lake",
+            table="sales.orders",
+            row_filter="region = 'eu'",
+            output_path=str(output),
+            conf={**QUIET, "spark.driver.host": "127.0.0.1"},
+        )
+    dag_run = run_dag(dag)
+    assert task_state(dag_run, "read_eu") == "success"
+    assert xcom_return_value(dag_run, "read_eu")["rows_out"] == 500
+    assert pq.read_table(output).column("region").unique().to_pylist() == ["eu"]
