@@ -8,8 +8,10 @@ Command line (catalog properties come from pyiceberg's configuration, never from
         [--max-concurrent-file-group-rewrites N] [--partial-progress [--max-commits N]] [--dry-run]
 
 ``--dry-run`` plans on the driver and prints the plan (file groups, input files, bytes and rows, delete files,
-expected output files, commits) as the final JSON line; it commits nothing and starts no Spark session. The rewrite
-itself is not implemented yet: without ``--dry-run`` the job plans, then fails with exit code 1.
+expected output files, commits) as the final JSON line; it commits nothing and starts no Spark session. Without it,
+the groups are rewritten on the executors through the merge-on-read reader (deletes folded in) and committed as
+``replace`` snapshots with the starting data sequence number (``spark_jobs.engine.spark_compact``); the final JSON
+line carries the snapshot ids, what was added and removed, rows and seconds per phase.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spark_jobs.job_support import JobArgumentParser, UsageError, run_job
+from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,7 +52,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the compact job; returns the result the last stdout line carries."""
     from spark_jobs.engine.catalog import load_catalog, load_table
     from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
-    from spark_jobs.engine.errors import UnsupportedFeatureError
 
     args = build_parser().parse_args(argv)
     if args.max_commits is not None and not args.partial_progress:
@@ -73,10 +74,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     plan = plan_rewrite(table, table.current_snapshot(), options, where=args.where)
     seconds = {"plan": round(time.perf_counter() - started, 3)}
     if not args.dry_run:
-        raise UnsupportedFeatureError(
-            f"rewriting is not implemented yet; use --dry-run (the plan for {plan.table_name} has "
-            f"{len(plan.groups)} file groups)"
-        )
+        return _rewrite(table, plan, seconds)
     operation = "replace" if plan.groups else None  # what a rewrite of this plan would commit
     return {
         "status": "ok",
@@ -86,6 +84,63 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         **plan.as_dict(),
         "seconds": seconds,
     }
+
+
+def _rewrite(table: Any, plan: Any, seconds: dict[str, float]) -> dict[str, Any]:
+    """Rewrite and commit the plan on Spark; the job's result."""
+    from spark_jobs.engine.commit.committer import require_writable_format
+
+    require_writable_format(table)
+    if not plan.groups:
+        return {**_summary(plan, None), "seconds": seconds}
+    from spark_jobs.engine.spark_compact import run_rewrite
+
+    spark = spark_session(f"iceberg-compact {plan.table_name}")
+    engine_on_executors(spark)
+    outcome = run_rewrite(spark, table, plan)
+    seconds.update({phase: round(value, 3) for phase, value in outcome.seconds.items()})
+    return {**_summary(plan, outcome), "seconds": seconds}
+
+
+def _summary(plan: Any, outcome: Any) -> dict[str, Any]:
+    """The result of a rewrite: snapshots, groups, files and bytes added and removed, delete files removed, rows."""
+    commits = outcome.commits if outcome is not None else []
+
+    def total(key: str) -> int:
+        return sum(int(commit.summary.get(key, 0)) for commit in commits)
+
+    counters = outcome.counters.as_dict() if outcome is not None else {}
+    return {
+        "status": "ok",
+        "job": "compact",
+        "dry_run": False,
+        "table": plan.table_name,
+        "starting_snapshot_id": plan.snapshot_id,
+        "snapshot_id": commits[-1].snapshot_id if commits else plan.snapshot_id,
+        "snapshot_ids": [commit.snapshot_id for commit in commits],
+        "operation": "replace" if commits else None,
+        "commits": len(commits),
+        "file_groups": len(plan.groups),
+        "rewritten_file_groups": len(outcome.committed_groups) if outcome is not None else 0,
+        "failed_file_groups": outcome.failed_groups if outcome is not None else [],
+        "failures": outcome.failures if outcome is not None else [],
+        "data_files_added": total("added-data-files"),
+        "data_files_removed": total("deleted-data-files"),
+        "bytes_added": total("added-files-size"),
+        "bytes_removed": total("removed-files-size"),
+        "delete_files_removed": total("removed-delete-files"),
+        "rows_read": counters.get("rows_read", 0),
+        "rows_deleted": sum(counters.get(key, 0) for key in _ROWS_DELETED),
+        "rows_written": outcome.rows_written if outcome is not None else 0,
+        "counters": counters,
+    }
+
+
+_ROWS_DELETED = (
+    "rows_deleted_by_position_deletes",
+    "rows_deleted_by_deletion_vectors",
+    "rows_deleted_by_equality_deletes",
+)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""The compact job: ``--dry-run`` prints the bin-pack plan as the last JSON line and commits nothing.
+"""The compact job: ``--dry-run`` prints the bin-pack plan and commits nothing; without it the plan is rewritten.
 
-In-process through ``main``/``run_job`` for the plan, and as a real ``spark-submit`` for the exit-code contract.
+In-process through ``main``/``run_job`` (the rewrite on the session's local Spark, on a writable copy of the corpus
+table), and as a real ``spark-submit`` for the exit-code contract and a committed rewrite.
 """
 
 from __future__ import annotations
@@ -9,11 +10,16 @@ import json
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from spark_jobs import compact as compact_job
 from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.read_session import open_read_session
 from spark_jobs.job_support import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, run_job
+from tests.support.conformance import table_checksum
+from tests.support.corpus_copies import register_corpus_copy
 from tests.support.services import spark_home, spark_process_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -98,14 +104,62 @@ def test_bad_options_are_usage_errors(conformance_catalog, args, reason):
         compact_job.main([*SMALL_FILES, "--dry-run", *args])
 
 
-def test_without_dry_run_the_job_fails_until_rewriting_lands(conformance_catalog, capsys):
-    table = conformance_catalog.load_table("corpus.small_files")
-    before = table.metadata_location
-    exit_code = run_job("compact", lambda: compact_job.main(SMALL_FILES))
+def _rows_and_checksum(table) -> tuple[int, str]:
+    rows = open_read_session(table.catalog, table).to_arrow()
+    return rows.num_rows, table_checksum(rows, rows.column_names)[0]
+
+
+def _live_data_entries(table) -> list:
+    snapshot = table.current_snapshot()
+    return [
+        entry
+        for manifest in snapshot.manifests(table.io)
+        if manifest.content == 0
+        for entry in read_live_entries(manifest, table.io)
+    ]
+
+
+@pytest.mark.spark
+def test_rewrite_of_the_small_files_table_keeps_every_row(spark, testing_catalog, tmp_path):
+    table = register_corpus_copy(testing_catalog, "small_files", tmp_path)
+    start = table.current_snapshot()
+    rows_before = _rows_and_checksum(table)
+    identifier = ".".join(table.name())
+    result = compact_job.main(["--catalog", "testing", "--table", identifier, "--target-file-size-bytes", str(MIB)])
+    assert (result["status"], result["dry_run"], result["operation"], result["commits"]) == ("ok", False, "replace", 1)
+    assert result["starting_snapshot_id"] == start.snapshot_id != result["snapshot_id"]
+    assert (result["file_groups"], result["data_files_removed"], result["bytes_removed"]) == (1, 2000, 10460022)
+    assert result["data_files_added"] == 10  # the plan's expected output files
+    assert result["rows_read"] == result["rows_written"] == 200_000 and result["rows_deleted"] == 0
+    assert set(result["seconds"]) == {"plan", "rewrite", "commit"}
+    after = testing_catalog.load_table(identifier)
+    snapshot = after.current_snapshot()
+    assert snapshot.snapshot_id == result["snapshot_ids"][0] and snapshot.parent_snapshot_id == start.snapshot_id
+    assert snapshot.summary.operation.value == "replace"
+    assert _rows_and_checksum(after) == rows_before == (200_000, rows_before[1])
+    entries = _live_data_entries(after)
+    assert len(entries) == 10
+    # the rewritten files keep the starting snapshot's data sequence number
+    assert {entry.sequence_number for entry in entries} == {start.sequence_number}
+    assert all(entry.data_file.file_path.startswith(f"file://{tmp_path}") for entry in entries)
+
+
+def test_a_plan_without_groups_commits_nothing(testing_catalog, tmp_path):
+    table = register_corpus_copy(testing_catalog, "small_files", tmp_path)
+    identifier = ".".join(table.name())
+    result = compact_job.main(["--catalog", "testing", "--table", identifier, "--min-input-files", "5000"])
+    assert (result["operation"], result["commits"], result["snapshot_ids"]) == (None, 0, [])
+    assert testing_catalog.load_table(identifier).metadata_location == table.metadata_location
+
+
+def test_a_format_v3_table_is_refused_before_any_rewrite(testing_catalog, tmp_path, capsys):
+    table = register_corpus_copy(testing_catalog, "mor_v3_dv", tmp_path)
+    identifier = ".".join(table.name())
+    exit_code = run_job("compact", lambda: compact_job.main(["--catalog", "testing", "--table", identifier]))
     assert exit_code == EXIT_FAILURE
     reasons = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
-    assert len(reasons) == 1 and "rewriting is not implemented yet; use --dry-run" in reasons[0]
-    assert conformance_catalog.load_table("corpus.small_files").metadata_location == before
+    assert len(reasons) == 1 and "format v3 tables are not yet supported" in reasons[0]
+    assert testing_catalog.load_table(identifier).metadata_location == table.metadata_location
 
 
 # -- spark-submit ------------------------------------------------------------------------------------------------
@@ -139,11 +193,41 @@ def test_spark_submit_dry_run_prints_the_plan_as_its_last_line(conformance_catal
     assert result["expected_output_files"] == 3
 
 
+def _events_table(catalog, files: int):
+    """A format v2 table of ``files`` appends of 50 rows each (so ``files`` small data files)."""
+    import uuid
+
+    namespace = f"compact_{uuid.uuid4().hex[:10]}"
+    catalog.create_namespace(namespace)
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("category", pa.string())])
+    table = catalog.create_table(f"{namespace}.events", schema=schema, properties={"format-version": "2"})
+    for index in range(files):
+        ids = pa.array(range(index * 50, index * 50 + 50), pa.int64())
+        table.append(pa.table({"id": ids, "category": [f"c{index % 3}"] * 50}, schema=schema))
+    return table
+
+
 @pytest.mark.spark
-def test_spark_submit_exit_codes_without_dry_run_and_on_bad_input(conformance_catalog):
-    done = _spark_submit(SMALL_FILES)
-    assert done.returncode == EXIT_FAILURE, done.stderr[-4000:]
-    assert len(_error_lines(done)) == 1 and "rewriting is not implemented yet" in _error_lines(done)[0]
+def test_spark_submit_rewrites_and_commits(testing_catalog):
+    table = _events_table(testing_catalog, 6)
+    rows_before = _rows_and_checksum(table)
+    identifier = ".".join(table.name())
+    done = _spark_submit(["--catalog", "testing", "--table", identifier])
+    assert done.returncode == EXIT_OK, done.stderr[-4000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (result["job"], result["operation"], result["data_files_removed"], result["data_files_added"]) == (
+        "compact",
+        "replace",
+        6,
+        1,
+    )
+    after = testing_catalog.load_table(identifier)
+    assert after.current_snapshot().snapshot_id == result["snapshot_id"]
+    assert _rows_and_checksum(after) == rows_before and len(_live_data_entries(after)) == 1
+
+
+@pytest.mark.spark
+def test_spark_submit_exit_code_on_bad_input(conformance_catalog):
     bad = _spark_submit(["--catalog", "conformance", "--table", "corpus.missing", "--dry-run"])
     assert bad.returncode == EXIT_USAGE, bad.stderr[-4000:]
     assert len(_error_lines(bad)) == 1 and "corpus.missing" in _error_lines(bad)[0]

@@ -1,0 +1,109 @@
+"""The executor side of a rewrite: a file group's files read through the merge-on-read reader and written anew.
+
+1. ``plan_rewrite_tasks``: each group's files become whole-file slices with the deletes the planner attached, split
+   on row-group boundaries and packed into tasks of the group's input split size with no open-file cost (as Java
+   reads a group), so each task writes about one output file. Tasks never mix groups.
+2. ``rewrite_contexts``: the scan context reads every column of the table's current schema (plus the columns only
+   equality deletes name, e.g. of a dropped column); the write context writes the current schema with the default
+   partition spec and sort order, rolling files at the plan's writer max file size (Java's ``writeMaxFileSize``).
+3. ``rewrite_task`` (on an executor): the task's surviving rows (position deletes, deletion vectors and equality
+   deletes applied), split by the output spec's partitions, sorted by the table's sort order, written; returns the
+   written files as plain dicts (``commit.file_entries``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.table import Table, TableProperties
+
+from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.planning.scan_planner import ScanPlan
+from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
+from spark_jobs.engine.read_session import build_read_schema
+from spark_jobs.engine.scan import ScanContext, read_slice
+from spark_jobs.engine.tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.write.write_context import WriteContext, write_data
+
+
+@dataclass(frozen=True)
+class RewriteTask:
+    """One executor task: slices of one group's files whose surviving rows become about one output file."""
+
+    group_index: int  # the group's global index in the plan
+    task_index: int  # within the group
+    slices: tuple[DataFileSlice, ...]
+
+    @property
+    def input_bytes(self) -> int:
+        """Bytes of data file slices this task reads."""
+        return sum(data_file_slice.length for data_file_slice in self.slices)
+
+
+@dataclass(frozen=True)
+class RewriteContexts:
+    """What every rewrite task of one plan reads with and writes with (both picklable)."""
+
+    scan: ScanContext
+    write: WriteContext
+
+
+def plan_rewrite_tasks(table: Table, groups: tuple[FileGroup, ...] | list[FileGroup]) -> list[RewriteTask]:
+    """The tasks of ``groups``: per group, its files split and packed at the group's input split size."""
+    tasks: list[RewriteTask] = []
+    for group in groups:
+        settings = SplitSettings.from_table_properties(
+            table.properties, split_size=group.input_split_size, open_file_cost=0
+        )
+        slices = [
+            piece
+            for candidate in group.files
+            for piece in split_data_file(candidate.as_slice(table), group.input_split_size)
+        ]
+        for index, scan_task in enumerate(pack_slices(slices, settings)):
+            tasks.append(RewriteTask(group.global_index, index, scan_task.slices))
+    return tasks
+
+
+def rewrite_contexts(table: Table, plan: RewritePlan, tasks: list[RewriteTask]) -> RewriteContexts:
+    """The scan and write contexts of a rewrite of ``table`` (module doc, step 2)."""
+    schema = table.schema()
+    fields = list(schema.fields)
+    as_scan_plan = ScanPlan(
+        tasks=[ScanTask(task.slices) for task in tasks],
+        schema=schema,
+        snapshot=None,
+        row_filter=AlwaysTrue(),
+        bound_filter=AlwaysTrue(),
+        case_sensitive=True,
+        metrics=ScanMetrics(),
+    )
+    read_schema = build_read_schema(table, schema, fields, as_scan_plan)
+    scan = ScanContext(
+        read_schema_json=read_schema.model_dump_json(),
+        output_field_ids=tuple(field.field_id for field in fields),
+        io_properties=dict(table.io.properties),
+        table_location=table.metadata.location,
+    )
+    write = WriteContext.for_table(table)
+    properties = {**write.properties, TableProperties.WRITE_TARGET_FILE_SIZE_BYTES: str(plan.write_max_file_size)}
+    return RewriteContexts(scan=scan, write=dataclasses.replace(write, properties=properties))
+
+
+def read_task_rows(task: RewriteTask, context: ScanContext, metrics: ScanMetrics) -> pa.Table:
+    """The surviving rows of the task's slices, deletes applied, in the scan context's output schema."""
+    batches = [batch for data_file_slice in task.slices for batch in read_slice(data_file_slice, context, metrics)]
+    return pa.Table.from_batches(batches, schema=context.output_schema)
+
+
+def rewrite_task(
+    task: RewriteTask, contexts: RewriteContexts, metrics: ScanMetrics, attempt_tag: str = "driver"
+) -> list[dict[str, Any]]:
+    """Read the task's rows and write them as data files (module doc, step 3); the written files' descriptions."""
+    rows = read_task_rows(task, contexts.scan, metrics)
+    return write_data(rows, contexts.write, f"g{task.group_index}-t{task.task_index}-{attempt_tag}")

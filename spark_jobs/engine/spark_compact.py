@@ -1,0 +1,161 @@
+"""Run a planned bin-pack rewrite on Spark: groups rewritten on the executors, ``replace`` commits on the driver.
+
+1. Refuse tables the commit machinery cannot write (format v2 only) before any work.
+2. Per batch of ``plan.groups_per_commit`` groups (all of them without partial progress): the batch's rewrite tasks
+   (``compaction.rewrite_tasks``) run as one Spark job, one task per expected output file, with ``mapInArrow``;
+   each returns the files it wrote, and an accumulator sums the reader's counters.
+3. The batch is committed (``compaction.rewrite_commit``) as one ``replace`` snapshot with the starting data
+   sequence number, validated from the starting snapshot.
+4. On failure the batch's files are deleted, and so is every file named with the job's write id (files of retried
+   Spark tasks). Without partial progress the error ends the job; with it, a failed batch is reported and the next
+   batches still run; if none commits, the job fails.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.table import Table
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
+
+from spark_jobs.engine.commit.committer import CommitResult, require_writable_format
+from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
+from spark_jobs.engine.compaction.rewrite_commit import GroupRewrite, NothingCommittedError, commit_group_rewrites
+from spark_jobs.engine.compaction.rewrite_tasks import (
+    RewriteContexts,
+    plan_rewrite_tasks,
+    rewrite_contexts,
+    rewrite_task,
+)
+from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.spark_scan import ScanMetricsParam
+from spark_jobs.engine.write.job_files import delete_leftovers
+
+log = logging.getLogger(__name__)
+_OUTPUT_SCHEMA = "group_index int, file binary"
+
+
+@dataclass
+class RewriteOutcome:
+    """What a rewrite committed, batch by batch, and the counters of its reads."""
+
+    commits: list[CommitResult] = field(default_factory=list)
+    committed_groups: list[int] = field(default_factory=list)
+    failed_groups: list[int] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    removed_delete_files: int = 0
+    rows_written: int = 0
+    counters: ScanMetrics = field(default_factory=ScanMetrics)
+    seconds: dict[str, float] = field(default_factory=lambda: {"rewrite": 0.0, "commit": 0.0})
+
+
+def _attempt_tag() -> str:
+    context = TaskContext.get()
+    if context is None:
+        return "driver"
+    return f"s{context.stageId()}-p{context.partitionId()}-a{context.attemptNumber()}"
+
+
+def rewrite_groups(
+    spark: SparkSession, table: Table, plan: RewritePlan, groups: list[FileGroup], counters: ScanMetrics | None = None
+) -> tuple[list[GroupRewrite], RewriteContexts]:
+    """Rewrite ``groups`` on the executors (one Spark task per rewrite task); nothing is committed."""
+    tasks = plan_rewrite_tasks(table, groups)
+    contexts = rewrite_contexts(table, plan, tasks)
+    written_by_group: dict[int, list[dict[str, Any]]] = {group.global_index: [] for group in groups}
+    if tasks:
+        accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
+        payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in tasks]
+
+        def rewrite_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            metrics = ScanMetrics()
+            for batch in batches:
+                for payload in batch.column(0).to_pylist():
+                    task = pickle.loads(payload)
+                    written = rewrite_task(task, contexts, metrics, _attempt_tag())
+                    yield pa.RecordBatch.from_arrays(
+                        [
+                            pa.array([task.group_index] * len(written), pa.int32()),
+                            pa.array([pickle.dumps(item) for item in written], pa.binary()),
+                        ],
+                        names=["group_index", "file"],
+                    )
+            accumulator.add(metrics.as_dict())
+
+        frame = spark.sparkContext.parallelize(payloads, numSlices=len(payloads)).toDF("task binary")
+        try:
+            rows = frame.mapInArrow(rewrite_partition, _OUTPUT_SCHEMA).collect()
+        except BaseException:
+            delete_leftovers(contexts.write.table_location, contexts.write.write_id, set(), table.io)
+            raise
+        for row in rows:
+            written_by_group[row["group_index"]].append(pickle.loads(row["file"]))
+        if counters is not None:
+            for key, value in accumulator.value.items():
+                setattr(counters, key, getattr(counters, key) + value)
+    rewrites = [GroupRewrite(group, tuple(written_by_group[group.global_index])) for group in groups]
+    return rewrites, contexts
+
+
+def run_rewrite(spark: SparkSession, table: Table, plan: RewritePlan) -> RewriteOutcome:
+    """Rewrite and commit every group of ``plan`` (module doc); ``table`` is refreshed to the last commit."""
+    require_writable_format(table)
+    outcome = RewriteOutcome()
+    replaced: set[str] = set()
+    batch_size = plan.groups_per_commit
+    batches = [list(plan.groups[start : start + batch_size]) for start in range(0, len(plan.groups), batch_size)]
+    last_error: BaseException | None = None
+    for batch in batches:
+        try:
+            result, removed_deletes = _rewrite_and_commit(spark, table, plan, batch, replaced=replaced, outcome=outcome)
+        except Exception as error:
+            if not plan.options.partial_progress_enabled:
+                raise
+            last_error = error
+            outcome.failed_groups += [group.global_index for group in batch]
+            outcome.failures.append(f"groups {[group.global_index for group in batch]}: {error}")
+            log.warning("rewrite of groups %s of %s failed: %s", outcome.failed_groups, plan.table_name, error)
+            continue
+        outcome.commits.append(result)
+        outcome.committed_groups += [group.global_index for group in batch]
+        outcome.removed_delete_files += len(removed_deletes)
+        replaced |= {candidate.path for group in batch for candidate in group.files}
+    if batches and not outcome.commits and last_error is not None:
+        raise NothingCommittedError(
+            f"no commit of the rewrite of table {plan.table_name} succeeded; last failure: {last_error}"
+        ) from last_error
+    return outcome
+
+
+def _rewrite_and_commit(
+    spark: SparkSession,
+    table: Table,
+    plan: RewritePlan,
+    batch: list[FileGroup],
+    *,
+    replaced: set[str],
+    outcome: RewriteOutcome,
+) -> tuple[CommitResult, set[str]]:
+    """One batch: rewritten on Spark, committed; every file of the job's write id not committed is deleted."""
+    started = time.perf_counter()
+    contexts: RewriteContexts | None = None
+    committed: set[str] = set()
+    try:
+        rewrites, contexts = rewrite_groups(spark, table, plan, batch, outcome.counters)
+        outcome.seconds["rewrite"] += time.perf_counter() - started
+        started = time.perf_counter()
+        result, removed_deletes = commit_group_rewrites(table, plan, rewrites, replaced_before=replaced)
+        outcome.seconds["commit"] += time.perf_counter() - started
+        committed = {item["file_path"] for rewrite in rewrites for item in rewrite.written}
+        outcome.rows_written += sum(item["record_count"] for rewrite in rewrites for item in rewrite.written)
+        return result, removed_deletes
+    finally:
+        if contexts is not None:
+            delete_leftovers(contexts.write.table_location, contexts.write.write_id, committed, table.io)
