@@ -1,0 +1,240 @@
+"""Spark side of writes: executors write data and delete files with ``mapInArrow``; the driver gets plain dicts.
+
+- ``write_dataframe``: every Spark partition writes its rows as data files (split by the table's partition spec,
+  sorted, rolled), returning one pickled file description per row.
+- ``key_positions``: a DataFrame of (file_path, pos, partition ordinal, key columns) of every row of the given data
+  files, read by field id with the engine's Parquet reader (one Spark task per data file). Joined with a batch's keys
+  it gives the positions to delete.
+- ``write_position_deletes`` / ``write_equality_deletes``: executors write one partition's deletes per group.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.schema import Schema
+from pyspark import TaskContext
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from spark_jobs.engine.write.write_context import (
+    WriteContext,
+    write_data,
+    write_equality_delete_rows,
+    write_position_delete_rows,
+)
+
+FILE_COLUMN = "file"
+ORDINAL_COLUMN = "_partition_ordinal"
+
+
+@dataclass(frozen=True)
+class LiveDataFile:
+    """A data file of the snapshot being changed, and the ordinal of its (spec, partition) in the job's list."""
+
+    path: str
+    file_size_in_bytes: int
+    record_count: int
+    spec_id: int
+    partition_ordinal: int
+    # The file with the position deletes and deletion vector that apply to it (from the read planner), if any.
+    with_deletes: Any = None
+
+
+def _task_tag() -> str:
+    context = TaskContext.get()
+    if context is None:
+        return "driver"
+    return f"s{context.stageId()}-t{context.partitionId()}-a{context.attemptNumber()}"
+
+
+def _collect_files(frame: DataFrame) -> list[dict[str, Any]]:
+    return [pickle.loads(row[FILE_COLUMN]) for row in frame.collect()]
+
+
+def _file_batch(described: list[dict[str, Any]]) -> pa.RecordBatch:
+    payloads = [pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in described]
+    return pa.RecordBatch.from_arrays([pa.array(payloads, type=pa.binary())], names=[FILE_COLUMN])
+
+
+def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, Any]]:
+    """Write ``frame`` (columns named as the table's) as data files on the executors; their descriptions."""
+
+    def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batch_list = list(batches)
+        rows = pa.Table.from_batches(batch_list) if batch_list else None
+        if rows is not None and rows.num_rows:
+            yield _file_batch(write_data(rows, context, _task_tag()))
+
+    return _collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
+
+
+def key_positions(
+    spark: SparkSession, files: list[LiveDataFile], context: WriteContext, key_schema: Schema
+) -> DataFrame:
+    """(file_path, pos, partition ordinal, key columns) of the rows of ``files`` not deleted by position.
+
+    Rows an equality delete already removed are still listed (deleting them again is harmless).
+    """
+    from spark_jobs.engine.metrics import ScanMetrics
+    from spark_jobs.engine.parquet.opener import read_data_file
+    from spark_jobs.engine.tasks import DataFileSlice
+    from spark_jobs.engine.write.arrow_schema import file_arrow_schema
+
+    key_arrow = pa.schema([pa.field(f.name, f.type) for f in file_arrow_schema(key_schema)])
+    output_arrow = pa.schema(
+        [
+            pa.field("file_path", pa.string()),
+            pa.field("pos", pa.int64()),
+            pa.field(ORDINAL_COLUMN, pa.int32()),
+            *key_arrow,
+        ]
+    )
+    spark_schema = from_arrow_schema(output_arrow)
+    if not files:
+        return spark.createDataFrame([], spark_schema)
+    payloads = [(pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL),) for f in files]
+    key_field_ids = tuple(f.field_id for f in key_schema.fields)
+    key_schema_json = key_schema.model_dump_json()
+
+    def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        schema = Schema.model_validate_json(key_schema_json)
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                live: LiveDataFile = pickle.loads(payload)
+                whole_file = DataFileSlice(
+                    path=live.path,
+                    file_size_in_bytes=live.file_size_in_bytes,
+                    record_count=live.record_count,
+                    spec_id=live.spec_id,
+                    start=0,
+                    length=live.file_size_in_bytes,
+                )
+                deleted = None
+                if live.with_deletes is not None and live.with_deletes.has_deletes:
+                    from spark_jobs.engine.deletes import load_deleted_positions
+
+                    deleted = load_deleted_positions(live.with_deletes, io=context.io).positions
+                position = 0
+                for keys in read_data_file(
+                    whole_file,
+                    io=context.io,
+                    read_schema=schema,
+                    output_field_ids=key_field_ids,
+                    row_filter=None,
+                    deleted_positions=None,
+                    metrics=ScanMetrics(),
+                ):
+                    count = keys.num_rows
+                    columns = [
+                        pa.array([live.path] * count, type=pa.string()),
+                        pa.array(range(position, position + count), type=pa.int64()),
+                        pa.array([live.partition_ordinal] * count, type=pa.int32()),
+                    ] + [column.cast(field.type) for column, field in zip(keys.columns, key_arrow, strict=True)]
+                    position += count
+                    out = pa.RecordBatch.from_arrays(columns, schema=output_arrow)
+                    if deleted is not None and len(deleted):
+                        import numpy as np
+
+                        out = out.filter(pa.array(~np.isin(columns[1].to_numpy(), deleted)))
+                    yield out
+
+    task_rows = spark.sparkContext.parallelize(payloads, numSlices=len(payloads)).toDF("task binary")
+    return task_rows.mapInArrow(read_keys, spark_schema)
+
+
+def write_position_deletes(
+    matched: DataFrame, context: WriteContext, partitions: list[tuple[int, tuple[Any, ...]]]
+) -> list[dict[str, Any]]:
+    """Write the matched positions (file_path, pos, ordinal) as position delete files, one set per partition."""
+
+    def write_group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batch_list = list(batches)
+        if not batch_list:
+            return
+        rows = pa.Table.from_batches(batch_list)
+        if not rows.num_rows:
+            return
+        written = []
+        for ordinal in sorted(set(rows.column(ORDINAL_COLUMN).to_pylist())):
+            spec_id, partition_values = partitions[ordinal]
+            group = rows.filter(pa.compute.equal(rows.column(ORDINAL_COLUMN), ordinal))
+            written += write_position_delete_rows(
+                group.select(["file_path", "pos"]), context, spec_id, partition_values, f"{_task_tag()}-o{ordinal}"
+            )
+        yield _file_batch(written)
+
+    grouped = matched.select("file_path", "pos", ORDINAL_COLUMN).repartition(ORDINAL_COLUMN)
+    return _collect_files(grouped.mapInArrow(write_group, f"{FILE_COLUMN} binary"))
+
+
+def write_equality_deletes(
+    keys: DataFrame,
+    context: WriteContext,
+    key_names: list[str],
+    partitions: list[tuple[int, tuple[Any, ...]]] | None,
+) -> list[dict[str, Any]]:
+    """Write distinct keys as equality delete files.
+
+    With ``partitions`` (and an ordinal column in ``keys``) each key goes to the partition it was found in;
+    without, keys are split by the default spec (its source columns must be among the keys).
+    """
+
+    def write_group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from spark_jobs.engine.write.partitioning import split_by_partition
+
+        batch_list = list(batches)
+        if not batch_list:
+            return
+        rows = pa.Table.from_batches(batch_list)
+        if not rows.num_rows:
+            return
+        written = []
+        tag = _task_tag()
+        if partitions is not None:
+            for ordinal in sorted(set(rows.column(ORDINAL_COLUMN).to_pylist())):
+                spec_id, partition_values = partitions[ordinal]
+                group = rows.filter(pa.compute.equal(rows.column(ORDINAL_COLUMN), ordinal)).select(key_names)
+                written += write_equality_delete_rows(
+                    group,
+                    context,
+                    key_names=key_names,
+                    spec_id=spec_id,
+                    partition_values=partition_values,
+                    task_tag=f"{tag}-o{ordinal}",
+                )
+        else:
+            spec = context.spec()
+            for index, (partition_values, group) in enumerate(split_by_partition(rows, context.schema, spec)):
+                written += write_equality_delete_rows(
+                    group,
+                    context,
+                    key_names=key_names,
+                    spec_id=spec.spec_id,
+                    partition_values=partition_values,
+                    task_tag=f"{tag}-p{index}",
+                )
+        yield _file_batch(written)
+
+    columns = key_names + ([ORDINAL_COLUMN] if partitions is not None else [])
+    distinct = keys.select(*columns).distinct()
+    if partitions is not None:
+        distinct = distinct.repartition(ORDINAL_COLUMN)
+    return _collect_files(distinct.mapInArrow(write_group, f"{FILE_COLUMN} binary"))
+
+
+def conform_dataframe(frame: DataFrame, schema: Schema, spark_types: dict[str, Any]) -> DataFrame:
+    """``frame`` with the schema's columns in order, cast to their Spark types; missing columns as nulls."""
+    columns = []
+    for table_field in schema.fields:
+        spark_type = spark_types[table_field.name]
+        if table_field.name in frame.columns:
+            columns.append(F.col(f"`{table_field.name}`").cast(spark_type).alias(table_field.name))
+        else:
+            columns.append(F.lit(None).cast(spark_type).alias(table_field.name))
+    return frame.select(*columns)

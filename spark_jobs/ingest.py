@@ -1,0 +1,105 @@
+"""Ingest files or a Spark query into an Iceberg table, as a spark-submit job.
+
+Command line (catalog properties come from pyiceberg's configuration, never from here)::
+
+    spark-submit spark_jobs/ingest.py --catalog NAME --table NS.TABLE --source URI
+        [--source-format parquet|csv|json] [--sql QUERY] --mode append|overwrite|upsert|delete [--key c1,c2]
+        [--overwrite-filter EXPR] [--delete-mode position|equality] [--idempotency-key K]
+        [--create-if-missing [--partition-by 'day(ts),bucket(16,id)'] [--sort-by c1]] [--allow-schema-evolution]
+
+``--sql`` runs on the source registered as the temporary view ``source``. On success the last line of stdout is one
+JSON object (snapshot id, operation, files and bytes added and removed, rows, delete files written, seconds per
+phase); on bad input the exit code is 2, the output has one line ``error: <reason>``, and nothing is committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
+
+SOURCE_FORMATS = ("parquet", "csv", "json")
+SOURCE_VIEW = "source"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The job's argument parser (bad arguments raise UsageError, exit code 2)."""
+    from spark_jobs.engine.spark_ingest import DELETE_MODES, MODES
+
+    parser = JobArgumentParser(prog="spark_jobs/ingest.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--catalog", required=True, help="catalog name in pyiceberg's configuration")
+    parser.add_argument("--table", required=True, help="table identifier NAMESPACE.TABLE")
+    parser.add_argument("--source", required=True, help="files to load (a file or directory URI)")
+    parser.add_argument("--source-format", choices=SOURCE_FORMATS, default="parquet")
+    parser.add_argument("--sql", help=f"a Spark SQL query over the source, registered as view '{SOURCE_VIEW}'")
+    parser.add_argument("--mode", choices=MODES, required=True)
+    parser.add_argument("--key", help="comma-separated key columns (upsert, delete)")
+    parser.add_argument("--overwrite-filter", help="overwrite the rows matching this row filter (pyiceberg syntax)")
+    parser.add_argument("--delete-mode", choices=DELETE_MODES, default="position")
+    parser.add_argument("--idempotency-key", help="commit at most once per key (e.g. the Airflow run and task id)")
+    parser.add_argument("--create-if-missing", action="store_true", help="create the table (format v2) if missing")
+    parser.add_argument("--partition-by", help="partition spec of a created table, e.g. 'day(ts),bucket(16,id)'")
+    parser.add_argument("--sort-by", help="sort order of a created table, e.g. 'ts desc,id'")
+    parser.add_argument("--allow-schema-evolution", action="store_true", help="add source columns the table lacks")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the ingest job; returns the result the last stdout line carries."""
+    from spark_jobs.engine.errors import UnsupportedFeatureError
+    from spark_jobs.engine.spark_ingest import IngestOptions, check_options, ingest
+
+    args = build_parser().parse_args(argv)
+    options = IngestOptions(
+        mode=args.mode,
+        key=tuple(c.strip() for c in args.key.split(",") if c.strip()) if args.key else (),
+        overwrite_filter=args.overwrite_filter,
+        delete_mode=args.delete_mode,
+        idempotency_key=args.idempotency_key,
+        create_if_missing=args.create_if_missing,
+        partition_by=args.partition_by,
+        sort_by=args.sort_by,
+        allow_schema_evolution=args.allow_schema_evolution,
+    )
+    check_options(options)
+    spark = spark_session(f"iceberg-ingest {args.table}")
+    engine_on_executors(spark)
+    started = time.perf_counter()
+    source = read_source(spark, args.source, args.source_format, args.sql)
+    read_seconds = time.perf_counter() - started
+    try:
+        result = ingest(spark, args.catalog, args.table, source, options)
+    except UnsupportedFeatureError as error:
+        raise UsageError(str(error)) from error
+    result["seconds"] = {"source": round(read_seconds, 3), **result["seconds"]}
+    return result
+
+
+def read_source(spark: Any, uri: str, source_format: str, sql: str | None) -> Any:
+    """The source rows as a DataFrame (a missing path or a bad query is a usage error)."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        reader = spark.read.format(source_format)
+        if source_format == "csv":
+            reader = reader.option("header", "true").option("inferSchema", "true")
+        frame = reader.load(uri)
+        if sql:
+            frame.createOrReplaceTempView(SOURCE_VIEW)
+            frame = spark.sql(sql)
+        frame.schema  # noqa: B018 - resolve the plan now, so a bad query fails here
+    except AnalysisException as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UsageError(f"cannot read source {uri} ({source_format}): {first_line}") from error
+    return frame
+
+
+if __name__ == "__main__":
+    sys.exit(run_job("ingest", main))

