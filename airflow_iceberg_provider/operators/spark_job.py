@@ -2,8 +2,8 @@
 
 1. The command line: the job's arguments from the operator's (rendered) fields, then any ``application_args``.
 2. The catalog: with ``iceberg_conn_id``, the connection's properties become the job's
-   ``PYICEBERG_CATALOG__<NAME>__<KEY>`` environment through SparkSubmitHook's ``env_vars`` (process environment in
-   local and client modes; YARN and Kubernetes get them as driver-environment confs, which SparkSubmitHook builds);
+   ``PYICEBERG_CATALOG__<NAME>__<KEY>`` environment: spark-submit's process environment in local and every client
+   deploy mode (never argv); in YARN or Kubernetes cluster deploy mode, SparkSubmitHook's driver-environment confs;
    without it, ``catalog`` names a catalog already configured for pyiceberg where the driver runs.
 3. The engine: a zip of ``spark_jobs`` in ``py_files`` (``ship_engine=True``), or the package installed on the cluster.
 4. The outcome: the job's final JSON line is the XCom value; on failure the task fails with the job's ``error:`` line
@@ -94,6 +94,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         self.iceberg_conn_id = iceberg_conn_id
         self.ship_engine = ship_engine
         self.extra_application_args = list(application_args or [])
+        self._catalog_env: dict[str, str] = {}
         self._declare_table_asset()
 
     # ---- what subclasses provide ----------------------------------------------------------------------------
@@ -123,7 +124,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         catalog_name = catalog_hook.catalog_name
         self.application = self.application or str(job_script(self.job))
         self.application_args = [*self.job_arguments(catalog_name, context), *self.extra_application_args]
-        self.env_vars = {**(self.env_vars or {}), **catalog_hook.spark_job_env()}
+        self._catalog_env = catalog_hook.spark_job_env()
         if self.ship_engine and "spark_jobs" not in (self.py_files or ""):
             self.py_files = ",".join(p for p in (self.py_files, str(engine_zip())) if p)
         self._hook = None
@@ -133,7 +134,9 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         return IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id, catalog_name=self.catalog)
 
     def _get_hook(self) -> SparkJobSubmitHook:
-        return SparkJobSubmitHook.from_hook(super()._get_hook())
+        hook = SparkJobSubmitHook.from_hook(super()._get_hook())
+        hook.job_env = dict(self._catalog_env)
+        return hook
 
     def _job_failure(self, error: AirflowException) -> AirflowException:
         """The task's failure: the job's one-line reason when it printed one, else spark-submit's own error."""

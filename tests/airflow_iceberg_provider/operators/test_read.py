@@ -76,15 +76,24 @@ def test_a_failing_job_fails_the_task_with_its_reason(airflow_db, spark_connecti
     assert not (tmp_path / "out").exists()
 
 
-def test_the_command_line_carries_no_secret_and_the_environment_does(spark_connection, lake_connection) -> None:
+def _submission(conn_id: str, lake_connection: str):
     operator = IcebergReadOperator(
-        task_id="read", iceberg_conn_id=lake_connection, table="ns.events", output_path="/tmp/out", ref="audit"
+        task_id="read",
+        conn_id=conn_id,
+        iceberg_conn_id=lake_connection,
+        table="ns.events",
+        output_path="/tmp/out",
+        ref="audit",
     )
     operator.prepare_submission(context={})
     hook = operator._get_hook()
-    command = hook._build_spark_submit_command(operator.application)
+    return operator, hook, hook._build_spark_submit_command(operator.application)
+
+
+def test_the_command_line_carries_no_secret_and_the_environment_does(spark_connection, lake_connection) -> None:
+    operator, hook, command = _submission("spark_default", lake_connection)
     assert SECRET not in " ".join(command)
-    assert hook._env["PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY"] == SECRET
+    assert hook.submit_environment()["PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY"] == SECRET
     assert command[command.index(operator.application) :] == [
         operator.application,
         *["--catalog", "testing", "--table", "ns.events", "--ref", "audit", "--output", "/tmp/out"],
@@ -92,6 +101,28 @@ def test_the_command_line_carries_no_secret_and_the_environment_does(spark_conne
     ]
     assert Path(operator.application).name == "read.py"
     assert Path(command[command.index("--py-files") + 1]).name.startswith("spark_jobs-")
+
+
+def test_yarn_client_mode_keeps_the_secret_in_the_environment(monkeypatch, lake_connection) -> None:
+    """SparkSubmitHook copies env_vars into spark.yarn.appMasterEnv confs; the catalog's variables never go there."""
+    yarn_client = {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "client"}}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_YARN", json.dumps(yarn_client))
+    _, hook, command = _submission("spark_yarn", lake_connection)
+    assert command[command.index("--master") + 1] == "yarn"
+    assert SECRET not in " ".join(command)
+    assert hook.submit_environment()["PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY"] == SECRET
+
+
+def test_yarn_cluster_mode_sends_the_catalog_as_driver_env_confs_masked_in_the_log(
+    monkeypatch, lake_connection
+) -> None:
+    """The driver starts on the cluster: its environment can only travel with the submission (documented)."""
+    yarn_cluster = {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_YARN_CLUSTER", json.dumps(yarn_cluster))
+    _, hook, command = _submission("spark_yarn_cluster", lake_connection)
+    conf = f"spark.yarn.appMasterEnv.PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY={SECRET}"
+    assert conf in command
+    assert SECRET not in hook._mask_cmd(command)
 
 
 def test_templated_fields_render() -> None:
