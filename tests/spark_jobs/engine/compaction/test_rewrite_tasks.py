@@ -1,0 +1,65 @@
+"""Rewrite tasks: packing a group into about one task per output file, and a task's rows with its deletes folded in."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spark_jobs.engine.commit.committer import commit_change
+from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
+from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewrite_contexts
+from tests.support.conformance import table_checksum
+from tests.support.corpus_copies import register_corpus_copy
+from tests.support.rewrite_tables import (
+    equality_delete_change,
+    position_delete_change,
+    read_rows,
+    rewrite_locally,
+)
+
+MIB = 1024 * 1024
+
+
+def test_a_group_is_packed_into_about_one_task_per_expected_output_file(sql_catalog, tmp_path):
+    table = register_corpus_copy(sql_catalog, "small_files", tmp_path)
+    options = RewriteOptions.resolve(table.properties, target_file_size_bytes=MIB, max_file_group_size_bytes=4 * MIB)
+    plan = plan_rewrite(table, table.current_snapshot(), options)
+    tasks = plan_rewrite_tasks(table, plan.groups)
+    for group in plan.groups:
+        of_group = [task for task in tasks if task.group_index == group.global_index]
+        assert len(of_group) == group.expected_output_files
+        assert all(task.input_bytes <= group.input_split_size for task in of_group)
+        read = sorted(s.path for task in of_group for s in task.slices)
+        assert read == sorted(candidate.path for candidate in group.files)  # every file once, no other group's
+    assert [task.task_index for task in tasks if task.group_index == 1] == list(
+        range(plan.groups[0].expected_output_files)
+    )
+
+
+def test_rewritten_files_hold_the_surviving_rows_with_deletes_folded_in(events):
+    commit_change(events, position_delete_change(events, {0, 1, 41, 42}, "pos"))
+    commit_change(events, equality_delete_change(events, {"a": [80, 81], "b": [100]}, "eq"))
+    before = read_rows(events)
+    plan = _plan(events)
+    assert [len(group.files) for group in plan.groups] == [6, 6]
+    rewrites = rewrite_locally(events, plan)
+    written = [item for rewrite in rewrites for item in rewrite.written]
+    assert len(written) == 2 and {tuple(item["partition_values"]) for item in written} == {("a",), ("b",)}
+    rewritten = [pq.read_table(item["file_path"].removeprefix("file://")) for item in written]
+    assert sum(item["record_count"] for item in written) == before.num_rows == 240 - 7
+    ids = sorted(i for data in rewritten for i in data.column("id").to_pylist())
+    assert ids == sorted(before.column("id").to_pylist()) and not {0, 1, 41, 42, 80, 81, 100} & set(ids)
+    together = pa.concat_tables(rewritten).select(before.column_names)
+    assert table_checksum(together, before.column_names) == table_checksum(before, before.column_names)
+
+
+def test_the_writer_rolls_at_the_plans_max_file_size(events):
+    plan = _plan(events)
+    contexts = rewrite_contexts(events, plan, plan_rewrite_tasks(events, plan.groups))
+    assert contexts.write.properties["write.target-file-size-bytes"] == str(plan.write_max_file_size)
+    assert [field.name for field in contexts.scan.read_schema.fields] == ["id", "category"]
+
+
+def _plan(table):
+    options = RewriteOptions.resolve(table.properties, min_input_files=2)
+    return plan_rewrite(table, table.current_snapshot(), options)
