@@ -194,3 +194,20 @@ def test_writes_to_a_format_v3_table_are_refused(conformance_catalog) -> None:
     with pytest.raises(UnsupportedFeatureError, match=expected):
         commit_change(v3, SnapshotChange(Operation.APPEND))
     assert conformance_catalog.load_table("corpus.mor_v3_dv").current_snapshot().snapshot_id == before
+
+
+def test_a_position_delete_racing_an_append_is_retried_when_only_its_files_must_stay(table) -> None:
+    files = data_files(table, rows([1, 2, 3]))
+    commit_change(table, SnapshotChange(Operation.APPEND, added_data_files=files))
+    planned_on = table.catalog.load_table("ns.events")
+    start_id = planned_on.current_snapshot().snapshot_id
+    deletes = _position_deletes(planned_on, files, {2})
+    commit_change(table, SnapshotChange(Operation.APPEND, added_data_files=data_files(table, rows([2]), "t1")))
+    change = SnapshotChange(
+        Operation.DELETE,
+        added_delete_files=deletes,
+        required_data_file_paths={f.file_path for f in files},
+    )
+    result = commit_change(planned_on, change, starting_snapshot_id=start_id)
+    assert result.attempts == 2 and result.operation == "delete"
+    assert _ids_ours(table) == _ids_pyiceberg(table) == [1, 2, 3]
