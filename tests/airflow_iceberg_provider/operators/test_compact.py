@@ -58,3 +58,19 @@ def test_plan_only_through_spark_submit(testing_catalog, events_table) -> None:
     assert (result["snapshot_id"], result["file_groups"], result["rewritten_data_files"]) == (head, 1, 2)
     assert result["rewritten_rows"] == 15
     assert testing_catalog.load_table(events_table).current_snapshot().snapshot_id == head
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("spark_connection")
+def test_compaction_through_spark_submit_commits_a_replace_with_the_same_rows(testing_catalog, events_table) -> None:
+    before = testing_catalog.load_table(events_table)
+    operator = IcebergCompactOperator(
+        task_id="compact", catalog="testing", table=events_table, min_input_files=2, conf={"spark.ui.enabled": "false"}
+    )
+    result = operator.execute(context={})
+    after = testing_catalog.load_table(events_table)
+    assert after.current_snapshot().snapshot_id != before.current_snapshot().snapshot_id
+    assert after.current_snapshot().summary.operation.value == "replace"
+    assert len(after.inspect.files()) == 1
+    assert sorted(after.scan().to_arrow().column("id").to_pylist()) == list(range(15))
+    assert result["job"] == "compact"

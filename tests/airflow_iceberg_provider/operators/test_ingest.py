@@ -83,3 +83,26 @@ def test_templated_fields_render_and_the_table_is_an_outlet() -> None:
 def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="mode 'merge' is not one of"):
         IcebergIngestOperator(task_id="i", catalog="c", table="n.t", source="/s", mode="merge")
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("spark_connection")
+def test_a_retried_ingest_task_adds_no_rows(testing_catalog, events_table, tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "landing"
+    source.mkdir()
+    pq.write_table(
+        pa.table({"id": pa.array([100, 101, 102], pa.int64()), "category": ["x", "y", "x"]}), source / "a.parquet"
+    )
+    operator = IcebergIngestOperator(
+        task_id="ingest", catalog="testing", table=events_table, source=str(source), conf={"spark.ui.enabled": "false"}
+    )
+    first_try = operator.execute(context=_context())
+    second_try = operator.execute(context=_context())
+    table = testing_catalog.load_table(events_table)
+    assert first_try["already_committed"] is False
+    assert second_try["already_committed"] is True
+    assert second_try["snapshot_id"] == first_try["snapshot_id"] == table.current_snapshot().snapshot_id
+    assert table.scan().to_arrow().num_rows == 15 + 3
