@@ -144,6 +144,23 @@ def test_rewrite_of_the_small_files_table_keeps_every_row(spark, testing_catalog
     assert all(entry.data_file.file_path.startswith(f"file://{tmp_path}") for entry in entries)
 
 
+@pytest.mark.spark
+def test_rewrite_folds_java_written_equality_deletes_and_removes_the_freed_ones(spark, testing_catalog, tmp_path):
+    table = register_corpus_copy(testing_catalog, "v2_eq_deletes", tmp_path)
+    rows_before = _rows_and_checksum(table)
+    identifier = ".".join(table.name())
+    args = ["--catalog", "testing", "--table", identifier]
+    planned = compact_job.main([*args, "--dry-run"])
+    result = compact_job.main(args)
+    assert (result["operation"], result["commits"], result["data_files_removed"]) == ("replace", 1, 12)
+    assert result["delete_files_removed"] == planned["delete_files_freed"] > 0
+    assert result["rows_deleted"] > 0 and result["rows_written"] == rows_before[0]
+    assert result["rows_read"] == result["rows_written"] + result["rows_deleted"]
+    after = testing_catalog.load_table(identifier)
+    assert _rows_and_checksum(after) == rows_before
+    assert after.current_snapshot().summary["total-delete-files"] == "0"
+
+
 def test_a_plan_without_groups_commits_nothing(testing_catalog, tmp_path):
     table = register_corpus_copy(testing_catalog, "small_files", tmp_path)
     identifier = ".".join(table.name())
