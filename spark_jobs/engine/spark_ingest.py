@@ -24,7 +24,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyiceberg.expressions import Not
+from pyiceberg.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    GreaterThanOrEqual,
+    LessThanOrEqual,
+    Not,
+)
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.manifest import ManifestContent
 from pyiceberg.schema import Schema
@@ -32,6 +40,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.sorting import NullOrder
 from pyiceberg.table.update import AddSchemaUpdate, AssertCurrentSchemaId, SetCurrentSchemaUpdate
+from pyiceberg.types import IntegerType, LongType, StringType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -308,10 +317,16 @@ def _row_level(job: _Job) -> SnapshotChange | None:
     spark, table, rows, options, context = job.spark, job.table, job.rows, job.options, job.context
     written, outcome = job.written, job.outcome
     key = list(options.key)
-    live = _live_data_files(table)
+    batch_keys = rows.select(*[F.col(f"`{k}`").cast(rows.schema[k].dataType) for k in key]).distinct()
+    key_schema = table.schema().select(*key)
+    table_key_types = spark_types_of(key_schema)
+    batch_keys = batch_keys.select(*[F.col(f"`{k}`").cast(table_key_types[k]).alias(k) for k in key])
+    all_live = _live_data_files(table)
+    planned = _files_that_may_hold_keys(table, key, _key_range_filter(batch_keys, key_schema))
+    live = [f for f in all_live if f.path in planned]
     partitions = list(dict.fromkeys((f.spec_id, _partition_of(f)) for f in live))
     ordinal = {partition: index for index, partition in enumerate(partitions)}
-    deletes_attached = _position_deletes_by_file(table, key) if options.delete_mode == "position" else {}
+    deletes_attached = planned if options.delete_mode == "position" else {}
     live_files = [
         LiveDataFile(
             f.path,
@@ -323,14 +338,10 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         )
         for f in live
     ]
-    batch_keys = rows.select(*[F.col(f"`{k}`").cast(rows.schema[k].dataType) for k in key]).distinct()
-    key_schema = table.schema().select(*key)
-    table_key_types = spark_types_of(key_schema)
-    batch_keys = batch_keys.select(*[F.col(f"`{k}`").cast(table_key_types[k]).alias(k) for k in key])
     required: set[str] = set()
     spec = context.spec()
     spec_sources = {context.schema.find_column_name(f.source_id) for f in spec.fields}
-    keys_decide_partition = spec_sources <= set(key) and all(f.spec_id == spec.spec_id for f in live)
+    keys_decide_partition = spec_sources <= set(key) and all(f.spec_id == spec.spec_id for f in all_live)
     if options.delete_mode == "equality" and keys_decide_partition:
         written += write_equality_deletes(batch_keys, context, key, None)
         outcome.rows_deleted = None
@@ -355,18 +366,33 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         Operation.OVERWRITE if data and deletes else (Operation.APPEND if data else Operation.DELETE),
         added_data_files=data,
         added_delete_files=deletes,
-        no_new_data_in_partitions=None,
+        # Position deletes name their rows exactly: a pure delete stays valid when data was appended meanwhile.
+        no_new_data_in_partitions=set() if options.mode == "delete" and options.delete_mode == "position" else None,
         required_data_file_paths=required,
     )
 
 
-def _position_deletes_by_file(table: Table, key: list[str]) -> dict[str, Any]:
-    """Data file path -> the whole file with the position deletes and deletion vector the planner attached."""
-    import dataclasses
+def _key_range_filter(batch_keys: DataFrame, key_schema: Schema) -> BooleanExpression:
+    """Bounds of the batch's integer and string keys, so planning skips files that cannot hold them."""
+    bounded = [f.name for f in key_schema.fields if isinstance(f.field_type, (IntegerType, LongType, StringType))]
+    if not bounded:
+        return AlwaysTrue()
+    aggregates = [F.min(F.col(f"`{name}`")) for name in bounded] + [F.max(F.col(f"`{name}`")) for name in bounded]
+    bounds = batch_keys.agg(*aggregates).first()
+    if bounds is None or bounds[0] is None:
+        return AlwaysFalse()  # an empty batch deletes nothing
+    condition: BooleanExpression = AlwaysTrue()
+    for index, name in enumerate(bounded):
+        low, high = bounds[index], bounds[len(bounded) + index]
+        condition = And(condition, And(GreaterThanOrEqual(name, low), LessThanOrEqual(name, high)))
+    return condition
 
+
+def _files_that_may_hold_keys(table: Table, key: list[str], key_range: BooleanExpression) -> dict[str, Any]:
+    """Whole data files the read planner keeps under ``key_range``, by path, with their position deletes attached."""
     from spark_jobs.engine.read_session import open_read_session
 
-    session = open_read_session(table.catalog, table, columns=key)
+    session = open_read_session(table.catalog, table, columns=key, row_filter=key_range)
     return {
         s.path: dataclasses.replace(s, start=0, length=s.file_size_in_bytes, equality_deletes=())
         for task in session.tasks

@@ -86,6 +86,13 @@ def test_position_mode_upsert_and_delete_round_trip(spark, testing_catalog, part
     state = [r for r in state if r[0] not in (4, 5)]
     assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(state)
 
+    # Keys beyond every file's bounds: the planner prunes every file, nothing is written or committed.
+    nothing = ingest(
+        spark, CATALOG, table, spark.createDataFrame([(5000,)], "id long"), IngestOptions(mode="delete", key=("id",))
+    )
+    assert nothing["operation"] is None and nothing["snapshot_id"] == deleted["snapshot_id"]
+    assert nothing["rows_deleted_by_key"] == 0
+
 
 @pytest.mark.parametrize("partition_by", ["bucket(4,id)", "day(ts)"])
 def test_equality_mode_upsert_and_delete_round_trip(spark, testing_catalog, partition_by) -> None:
