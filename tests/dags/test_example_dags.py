@@ -1,9 +1,11 @@
-"""The example DAGs: all import, their pieces fit together, and the time-travel DAG runs end to end with Params."""
+"""The example DAGs: all import, their pieces fit together; hourly ingest and time travel run end to end."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from airflow.dag_processing.dagbag import DagBag
@@ -94,3 +96,32 @@ def test_time_travel_to_the_first_snapshot_over_a_date_range(example_settings, e
     result = xcom_return_value(dag_run, "export_at_snapshot")
     assert (result["snapshot_id"], result["rows_out"]) == (first_snapshot, 4)
     assert sorted(pq.read_table(output).column("id").to_pylist()) == [1, 2, 3, 4]
+
+
+@pytest.mark.spark
+@pytest.mark.airflow
+@pytest.mark.usefixtures("airflow_db")
+def test_hourly_ingest_loads_the_hours_files(monkeypatch, example_settings, testing_catalog, tmp_path) -> None:
+    from tests.support.airflow_env import register_dag
+
+    testing_catalog.create_namespace_if_not_exists("example_dags")
+    if testing_catalog.table_exists("example_dags.events"):
+        testing_catalog.drop_table("example_dags.events")
+    landing = tmp_path / "landing"
+    monkeypatch.setenv("ICEBERG_DEMO_LANDING_ROOT", str(landing))
+    # The run's data interval is the hour before or the hour of the logical date: land three rows in each.
+    for hour in ("05", "06"):
+        folder = landing / "events" / "2026-01-01" / hour
+        folder.mkdir(parents=True)
+        ts = pa.array([datetime(2026, 1, 1, int(hour), minute, tzinfo=UTC) for minute in (1, 2, 3)])
+        rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "ts": ts.cast(pa.timestamp("us", tz="UTC"))})
+        pq.write_table(rows, folder / "part-0.parquet")
+    dag = _dag_bag().dags["iceberg_hourly_ingest"]
+    register_dag(dag)
+    dag_run = dag.test(logical_date=datetime(2026, 1, 1, 6, 0, tzinfo=UTC))
+    assert task_state(dag_run, "ingest_hour") == "success"
+    result = xcom_return_value(dag_run, "ingest_hour")
+    table = testing_catalog.load_table("example_dags.events")
+    assert result["snapshot_id"] == table.current_snapshot().snapshot_id
+    assert table.scan().to_arrow().num_rows == 3
+    assert [field.name for field in table.spec().fields] == ["ts_day"]
