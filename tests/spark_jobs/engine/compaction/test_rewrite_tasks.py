@@ -63,3 +63,17 @@ def test_the_writer_rolls_at_the_plans_max_file_size(events):
 def _plan(table):
     options = RewriteOptions.resolve(table.properties, min_input_files=2)
     return plan_rewrite(table, table.current_snapshot(), options)
+
+
+def test_rewritten_files_follow_the_tables_sort_order(events):
+    from pyiceberg.table.sorting import NullOrder
+    from pyiceberg.transforms import IdentityTransform
+
+    with events.update_sort_order() as update:
+        update.desc("id", IdentityTransform(), NullOrder.NULLS_LAST)
+    order_id = events.sort_order().order_id
+    written = [item for rewrite in rewrite_locally(events, _plan(events)) for item in rewrite.written]
+    assert written and all(item["sort_order_id"] == order_id != 0 for item in written)
+    for item in written:
+        ids = pq.read_table(item["file_path"].removeprefix("file://")).column("id").to_pylist()
+        assert ids == sorted(ids, reverse=True) and len(ids) == 120
