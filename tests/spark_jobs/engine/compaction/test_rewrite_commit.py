@@ -6,6 +6,8 @@ between the rewrite and its commit, or after it, as another job's would land.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pyiceberg.exceptions import CommitFailedException
 
@@ -185,21 +187,29 @@ def test_an_append_racing_the_rewrite_does_not_block_it_and_both_survive(events)
     assert len(_live_entries(events, 0)) == 3  # one file per partition, plus the appended one
 
 
-def test_a_failure_during_the_commit_leaves_the_table_unchanged_and_deletes_the_written_files(events, monkeypatch):
+@pytest.mark.parametrize(
+    "failure", [CommitFailedException("injected: lost every race"), RuntimeError("injected: catalog unreachable")]
+)
+def test_a_failure_during_the_commit_leaves_the_table_unchanged_and_deletes_the_written_files(
+    events, monkeypatch, failure
+):
     before_location = events.metadata_location
     before = ids_and_checksum(events)
     plan = _plan(events)
     rewrites = rewrite_locally(events, plan)
+    metadata_files = set(Path(events.metadata.location.removeprefix("file://"), "metadata").iterdir())
 
     def refuse(*args, **kwargs):
-        raise CommitFailedException("injected: the catalog refused every commit")
+        raise failure
 
     monkeypatch.setattr(type(events.catalog), "commit_table", refuse)
     monkeypatch.setitem(events.metadata.properties, "commit.retry.num-retries", "1")
     monkeypatch.setitem(events.metadata.properties, "commit.retry.min-wait-ms", "1")
-    with pytest.raises(CommitConflictError, match="lost the race"):
+    with pytest.raises((CommitConflictError, RuntimeError), match=r"lost the race|injected"):
         commit_group_rewrites(events, plan, rewrites)
     monkeypatch.undo()
     after = events.catalog.load_table(events.name())
     assert after.metadata_location == before_location and ids_and_checksum(after) == before
     assert _written(rewrites) and not any(exists(path) for path in _written(rewrites))
+    # no manifest or manifest list of the failed attempts is left either
+    assert set(Path(events.metadata.location.removeprefix("file://"), "metadata").iterdir()) == metadata_files
