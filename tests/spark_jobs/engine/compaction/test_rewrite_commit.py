@@ -187,6 +187,23 @@ def test_an_append_racing_the_rewrite_does_not_block_it_and_both_survive(events)
     assert len(_live_entries(events, 0)) == 3  # one file per partition, plus the appended one
 
 
+def test_an_append_landing_after_validation_makes_the_commit_retry_on_the_new_metadata(events, monkeypatch):
+    from spark_jobs.engine.compaction import rewrite_commit
+
+    plan = _plan(events)
+    rewrites = rewrite_locally(events, plan)
+    validate = rewrite_commit.validate_concurrent_commits
+
+    def validate_then_let_an_append_land(table, change, starting_snapshot_id):
+        validate(table, change, starting_snapshot_id)
+        append(table.catalog.load_table(table.name()), rows([5000], "b"), "late")
+
+    monkeypatch.setattr(rewrite_commit, "validate_concurrent_commits", validate_then_let_an_append_land)
+    result, _ = commit_group_rewrites(events, plan, rewrites)
+    assert result.attempts == 2 and not result.already_committed
+    assert ids_and_checksum(events)[0] == [*range(240), 5000]
+
+
 @pytest.mark.parametrize(
     "failure", [CommitFailedException("injected: lost every race"), RuntimeError("injected: catalog unreachable")]
 )
