@@ -125,3 +125,29 @@ def test_hourly_ingest_loads_the_hours_files(monkeypatch, example_settings, test
     assert result["snapshot_id"] == table.current_snapshot().snapshot_id
     assert table.scan().to_arrow().num_rows == 3
     assert [field.name for field in table.spec().fields] == ["ts_day"]
+
+
+@pytest.mark.spark
+@pytest.mark.airflow
+@pytest.mark.usefixtures("airflow_db", "example_settings")
+def test_nightly_compaction_compacts_a_table_with_many_small_files(testing_catalog) -> None:
+    from tests.support.airflow_env import register_dag
+
+    testing_catalog.create_namespace_if_not_exists("example_dags")
+    if testing_catalog.table_exists("example_dags.events"):
+        testing_catalog.drop_table("example_dags.events")
+    batch = pa.table({"id": pa.array([0], pa.int64())})
+    table = testing_catalog.create_table("example_dags.events", schema=batch.schema)
+    for number in range(20):
+        table.append(pa.table({"id": pa.array([number], pa.int64())}))
+    dag = _dag_bag().dags["iceberg_nightly_compaction"]
+    register_dag(dag)
+    dag_run = dag.test()
+    states = {task_id: task_state(dag_run, task_id) for task_id in dag.task_ids}
+    assert set(states.values()) == {"success"}, states
+    assert xcom_return_value(dag_run, "compaction_needed")["stats"]["small_data_files"] == 20
+    assert xcom_return_value(dag_run, "plan_compaction")["file_groups"] == 1
+    table = testing_catalog.load_table("example_dags.events")
+    assert table.current_snapshot().summary.operation.value == "replace"
+    assert len(table.inspect.files()) == 1
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == list(range(20))
