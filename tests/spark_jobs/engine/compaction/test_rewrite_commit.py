@@ -204,6 +204,25 @@ def test_an_append_landing_after_validation_makes_the_commit_retry_on_the_new_me
     assert ids_and_checksum(events)[0] == [*range(240), 5000]
 
 
+def test_a_position_delete_landing_after_validation_is_caught_when_the_lost_race_is_validated(events, monkeypatch):
+    from spark_jobs.engine.compaction import rewrite_commit
+
+    plan = _plan(events)
+    rewrites = rewrite_locally(events, plan)
+    validate = rewrite_commit.validate_concurrent_commits
+
+    def validate_then_let_a_delete_land(table, change, starting_snapshot_id):
+        validate(table, change, starting_snapshot_id)
+        other = table.catalog.load_table(table.name())
+        commit_change(other, position_delete_change(other, {7}, "late"))
+
+    monkeypatch.setattr(rewrite_commit, "validate_concurrent_commits", validate_then_let_a_delete_land)
+    with pytest.raises(CommitConflictError, match="position deletes"):
+        commit_group_rewrites(events, plan, rewrites)
+    assert ids_and_checksum(events)[0] == sorted(set(range(240)) - {7})
+    assert not any(exists(path) for path in _written(rewrites))
+
+
 @pytest.mark.parametrize(
     "failure", [CommitFailedException("injected: lost every race"), RuntimeError("injected: catalog unreachable")]
 )
