@@ -1,19 +1,24 @@
 """Read benchmark: our engine (in-process and through Spark) vs pyiceberg vs a plain pyarrow read (the floor).
 
 For each generated table (no deletes, position deletes, equality deletes) and each query (count(*) + sum(price)
-over the whole table, over a 0.1% range of ``k``, and for one ``id``), it times, as the median of ``--runs`` runs
-after ``--warmup`` runs:
+over the whole table, over a 0.1% range of ``k``, and for one ``id``), it times:
 
+- ``floor``: ``pq.read_table`` of the same data files (needed columns, with the filter), deletes ignored;
 - ``ours``: ``open_read_session(...).to_arrow()`` in this process, then count and sum (planning included);
+- ``ours_cold``: the same with the engine's process caches (footers, loaded delete files) emptied before each run;
 - ``spark``: ``load(spark, ...)`` then ``agg(count, sum).collect()`` on a warm local[2] session;
-- ``pyiceberg``: ``table.scan(row_filter, selected_fields).to_arrow()`` ("unsupported" when it raises);
-- ``floor``: ``pq.read_table`` of the same data files (needed columns, with the filter), deletes ignored.
+- ``pyiceberg``: ``table.scan(row_filter, selected_fields).to_arrow()`` ("unsupported" when it raises).
 
-Every answer is checked against the generator's oracle. Ratios are taken against the floor of the same run.
-Bytes: ``session.metrics.bytes_read`` for ours; for the floor, the compressed bytes of the columns it reads in the
-row groups its statistics keep. Results go to ``bench/results/read_<date>.json`` and a Markdown table next to it.
+The machine is shared, so the three in-process readers run interleaved, round by round (``--runs`` rounds after
+``--warmup``), and their ratio to the floor is the median of per-round ratios (wall time, and this process's CPU
+time); Spark and pyiceberg get ``--slow-runs`` runs each and a ratio of medians. Every answer is checked against
+the generator's oracle. Bytes: ``session.metrics.bytes_read`` for ours; for the floor, the compressed bytes of the
+columns it reads in the row groups its statistics keep. Results go to ``bench/results/read_<date>.json`` and a
+Markdown table next to it.
 
-    .venv/bin/python bench/read_benchmark.py [--runs 5] [--skip-spark] [--profile position_deletes:full]
+    .venv/bin/python bench/read_benchmark.py [--runs 9] [--skip-spark] [--tables position_deletes]
+    .venv/bin/python bench/read_benchmark.py --profile equality_deletes:full [--cold]
+    .venv/bin/python bench/read_benchmark.py --spark-breakdown position_deletes:full
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -56,7 +61,7 @@ from bench_env import (
     local_path,
 )
 
-METHODS = ("ours", "ours_cold", "spark", "pyiceberg", "floor")
+METHODS = ("ours", "ours_cold", "spark", "pyiceberg", "floor")  # floor_with_key too on the equality table
 PRUNING_COUNTERS = (
     "data_files_pruned",
     "row_groups_total",
@@ -93,7 +98,7 @@ class Measurement:
     median_s: float | None = None
     min_s: float | None = None
     runs_s: list[float] = field(default_factory=list)
-    cpu_median_s: float | None = None  # this process's CPU time (all threads); in-process readers only
+    cpu_median_s: float | None = None  # CPU time of the processes doing the work (all threads)
     cpu_runs_s: list[float] = field(default_factory=list)
     bytes_read: int | None = None
     count: int | None = None
@@ -102,26 +107,32 @@ class Measurement:
 
 
 def time_runs(
-    run: Callable[[], Answer], warmup: int, runs: int, before_each: Callable[[], None] | None = None
-) -> tuple[list[float], Answer]:
-    """Call ``run`` ``warmup`` times untimed, then ``runs`` times timed; return the timings and the last answer.
+    run: Callable[[], Answer],
+    warmup: int,
+    runs: int,
+    before_each: Callable[[], None] | None = None,
+    cpu_clock: Callable[[], float] = time.process_time,
+) -> tuple[list[float], list[float], Answer]:
+    """Call ``run`` ``warmup`` times untimed, then ``runs`` times timed: (wall times, CPU times, last answer).
 
-    ``before_each`` (untimed) runs before every call, e.g. to empty the engine's process caches.
+    ``before_each`` (untimed) runs before every call, e.g. to empty the engine's process caches; ``cpu_clock`` is
+    the CPU time of whatever does the work (this process, or this process plus Spark's JVM and its workers).
     """
     answer = None
     for _ in range(warmup):
         if before_each:
             before_each()
         answer = run()
-    timings = []
+    timings, cpu_timings = [], []
     for _ in range(runs):
         if before_each:
             before_each()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), cpu_clock()
         answer = run()
         timings.append(time.perf_counter() - started)
+        cpu_timings.append(cpu_clock() - cpu_started)
     assert answer is not None
-    return timings, answer
+    return timings, cpu_timings, answer
 
 
 def measure(
@@ -131,22 +142,26 @@ def measure(
     runs: int,
     *,
     unsupported: type | tuple = (),
-    before_each: Callable[[], None] | None = None,
+    cpu_clock: Callable[[], float] = time.process_time,
 ) -> Measurement:
     """Time ``run``; mark the measurement wrong if its answer disagrees with the oracle."""
     try:
-        timings, answer = time_runs(run, warmup, runs, before_each)
+        timings, cpu_timings, answer = time_runs(run, warmup, runs, cpu_clock=cpu_clock)
     except unsupported as error:  # type: ignore[misc]
         return Measurement(status="unsupported", detail=f"{type(error).__name__}: {str(error)[:200]}")
-    return measurement_of(timings, answer, expected)
+    return measurement_of(timings, cpu_timings, answer, expected)
 
 
-def measurement_of(timings: list[float], answer: Answer, expected: QueryExpectation) -> Measurement:
-    """Median and minimum of the timings; status ``wrong`` if the answer disagrees with the oracle."""
+def measurement_of(
+    timings: list[float], cpu_timings: list[float], answer: Answer, expected: QueryExpectation
+) -> Measurement:
+    """Medians and minimum of the timings; status ``wrong`` if the answer disagrees with the oracle."""
     result = Measurement(
         median_s=statistics.median(timings),
         min_s=min(timings),
         runs_s=[round(t, 4) for t in timings],
+        cpu_median_s=statistics.median(cpu_timings),
+        cpu_runs_s=[round(t, 4) for t in cpu_timings],
         count=answer.count,
         sum_price=answer.sum_price,
     )
@@ -183,13 +198,36 @@ def measure_interleaved(contenders: list[Contender], warmup: int, runs: int) -> 
             if round_index >= warmup:
                 timings[contender.name].append(time.perf_counter() - started)
                 cpu[contender.name].append(time.process_time() - cpu_started)
-    results = {}
-    for contender in contenders:
-        result = measurement_of(timings[contender.name], answers[contender.name], contender.expected)
-        result.cpu_median_s = statistics.median(cpu[contender.name])
-        result.cpu_runs_s = [round(t, 4) for t in cpu[contender.name]]
-        results[contender.name] = result
-    return results
+    return {c.name: measurement_of(timings[c.name], cpu[c.name], answers[c.name], c.expected) for c in contenders}
+
+
+def process_tree_cpu_seconds(root_pid: int) -> float:
+    """CPU seconds used so far by ``root_pid`` and every process below it (including children they reaped).
+
+    Spark's work happens in its JVM and the Python workers the JVM forks, outside this process's own clock.
+    """
+    ticks = os.sysconf("SC_CLK_TCK")
+    parent_of: dict[int, int] = {}
+    cpu_of: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        pid = int(entry.name)
+        parent_of[pid] = int(fields[1])
+        # utime, stime, cutime, cstime
+        cpu_of[pid] = sum(int(value) for value in fields[11:15]) / ticks
+    total = 0.0
+    for pid, cpu_seconds in cpu_of.items():
+        ancestor = pid
+        while ancestor not in (0, 1, root_pid):
+            ancestor = parent_of.get(ancestor, 0)
+        if ancestor == root_pid:
+            total += cpu_seconds
+    return total
 
 
 def answer_of(table: pa.Table) -> Answer:
@@ -198,7 +236,7 @@ def answer_of(table: pa.Table) -> Answer:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The four readers
+# The readers
 
 
 def run_ours(table: Any, query: Query, columns: list[str] | None = None) -> tuple[Answer, dict[str, int]]:
@@ -227,9 +265,14 @@ def run_pyiceberg(table: Any, query: Query) -> Answer:
     return answer_of(scan.to_arrow())
 
 
-def run_floor(paths: list[str], query: Query) -> Answer:
-    """A plain pyarrow read of the data files (no deletes): needed columns, the filter pushed to pyarrow."""
-    return answer_of(pq.read_table(paths, columns=["price"], filters=query.arrow_filter()))
+def run_floor(paths: list[str], query: Query, extra_columns: tuple[str, ...] = ()) -> Answer:
+    """A plain pyarrow read of the data files (no deletes): needed columns, the filter pushed to pyarrow.
+
+    ``extra_columns`` are read too (and dropped): the equality delete key, which any reader applying those
+    deletes has to decode, for a floor that does the same I/O and decoding.
+    """
+    columns = ["price", *extra_columns]
+    return answer_of(pq.read_table(paths, columns=columns, filters=query.arrow_filter()))
 
 
 def run_spark(spark: Any, identifier: str, query: Query) -> Answer:
@@ -341,6 +384,9 @@ def benchmark_query(
         Contender("ours", ours_into(warm_counters), expected),
         Contender("ours_cold", ours_into(cold_counters), expected, before_each=clear_engine_caches),
     ]
+    if kind == "equality_deletes":
+        keys_floor = Contender("floor_with_key", lambda: run_floor(paths, query, ("id",)), floor_expected)
+        contenders.append(keys_floor)
     result.methods.update(measure_interleaved(contenders, args.warmup, args.runs))
     result.methods["floor"].bytes_read = floor_bytes(paths, query)
     result.methods["ours"].bytes_read = warm_counters.get("bytes_read")
@@ -360,8 +406,13 @@ def benchmark_query(
         result.methods["spark"] = Measurement(status="skipped")
     else:
         identifier = TABLES[kind]
+        jvm_pid = spark.sparkContext._gateway.proc.pid
         result.methods["spark"] = measure(
-            lambda: run_spark(spark, identifier, query), expected, args.spark_warmup, args.slow_runs
+            lambda: run_spark(spark, identifier, query),
+            expected,
+            args.spark_warmup,
+            args.slow_runs,
+            cpu_clock=lambda: time.process_time() + process_tree_cpu_seconds(jvm_pid),
         )
     result.ratios = ratios(result)
     return result
@@ -386,6 +437,9 @@ def ratios(result: QueryResult) -> dict[str, float | None]:
         paired_cpu = zip(result.methods[method].cpu_runs_s, result.methods["floor"].cpu_runs_s, strict=True)
         cpu_ratios = [a / b for a, b in paired_cpu if b > 0]
         out[f"{method}_cpu_vs_floor"] = round(statistics.median(cpu_ratios), 3) if cpu_ratios else None
+    if "floor_with_key" in result.methods:
+        paired = zip(result.methods["ours"].runs_s, result.methods["floor_with_key"].runs_s, strict=True)
+        out["ours_vs_floor_with_key"] = round(statistics.median(a / b for a, b in paired), 3)
     for method in ("spark", "pyiceberg"):
         value = median(method)
         out[f"{method}_vs_floor"] = round(value / floor, 3) if value and floor else None
@@ -434,9 +488,11 @@ def markdown_table(results: list[QueryResult]) -> str:
         ("ours s", lambda r: _seconds(r.methods["ours"])),
         ("ours/floor", lambda r: _ratio(r.ratios["ours_vs_floor"])),
         ("ours CPU/floor CPU", lambda r: _ratio(r.ratios["ours_cpu_vs_floor"])),
+        ("ours/floor with key", lambda r: _ratio(r.ratios.get("ours_vs_floor_with_key"))),
         ("ours cold s", lambda r: _seconds(r.methods["ours_cold"])),
         ("cold/floor", lambda r: _ratio(r.ratios["ours_cold_vs_floor"])),
         ("spark s", lambda r: _seconds(r.methods["spark"])),
+        ("spark CPU s", lambda r: _cpu_seconds(r.methods["spark"])),
         ("pyiceberg s", lambda r: _seconds(r.methods["pyiceberg"])),
         ("pyiceberg/ours", lambda r: _ratio(r.ratios["pyiceberg_vs_ours"])),
         ("pyiceberg/cold", lambda r: _ratio(r.ratios["pyiceberg_vs_ours_cold"])),
@@ -475,6 +531,12 @@ def pruning_table(results: list[QueryResult]) -> str:
 def _seconds(m: Measurement) -> str:
     if m.status == "ok":
         return f"{m.median_s:.3f}"
+    return m.status
+
+
+def _cpu_seconds(m: Measurement) -> str:
+    if m.status == "ok" and m.cpu_median_s is not None:
+        return f"{m.cpu_median_s:.2f}"
     return m.status
 
 
@@ -541,6 +603,78 @@ def profile(spec: str, queries: list[Query], *, cold: bool) -> None:
     stats.sort_stats("cumulative").print_stats(30)
 
 
+def executor_work_seconds(session: Any) -> list[float]:
+    """Seconds each scan task's Python work takes (``read_task`` + ``conform_batch``, what a Spark task runs)."""
+    from spark_jobs.engine.metrics import ScanMetrics
+    from spark_jobs.engine.scan import read_task
+    from spark_jobs.engine.spark_source import conform_batch, spark_arrow_schema_of
+
+    schema = spark_arrow_schema_of(session.output_schema)
+    seconds = []
+    for task in session.tasks:
+        started = time.perf_counter()
+        for batch in read_task(task, session.context, ScanMetrics()):
+            conform_batch(batch, schema)
+        seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def constant_arrow_source() -> type:
+    """A Python data source yielding ``rows`` rows of one double column as Arrow batches from memory, no I/O.
+
+    Timing it isolates what Spark's Python data source path costs per row (workers, Arrow to JVM, aggregation)
+    from what our engine costs.
+    """
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class ConstantArrowReader(DataSourceReader):
+        def __init__(self, rows: int, partitions: int) -> None:
+            self.rows, self.partition_count = rows, partitions
+
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(self.partition_count)]
+
+        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+            import numpy as np
+
+            batch_rows = 65_536
+            rows = self.rows // self.partition_count
+            batch = pa.record_batch([pa.array(np.ones(batch_rows))], names=["price"])
+            for start in range(0, rows, batch_rows):
+                yield batch.slice(0, min(batch_rows, rows - start))
+
+    class ConstantArrowSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_constant_arrow"
+
+        def schema(self) -> str:
+            return "price double"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return ConstantArrowReader(int(self.options["rows"]), int(self.options["partitions"]))
+
+    return ConstantArrowSource
+
+
+def constant_map_in_arrow(spark: Any, rows: int, partitions: int) -> Any:
+    """The same constant rows as ``constant_arrow_source``, produced by ``mapInArrow`` (the read job's route)."""
+
+    def produce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy as np
+
+        batch_rows = 65_536
+        for _ in batches:
+            pass
+        share = rows // partitions
+        batch = pa.record_batch([pa.array(np.ones(batch_rows))], names=["price"])
+        for start in range(0, share, batch_rows):
+            yield batch.slice(0, min(batch_rows, share - start))
+
+    seeds = spark.range(partitions, numPartitions=partitions)
+    return seeds.mapInArrow(produce, "price double")
+
+
 def spark_breakdown(spec: str, description: TablesDescription, queries: list[Query], runs: int) -> None:
     """Where a Spark read's time goes: ``load``, ``collect``, Spark's own job overhead, and our in-process read.
 
@@ -558,6 +692,7 @@ def spark_breakdown(spec: str, description: TablesDescription, queries: list[Que
     identifier = TABLES[kind]
     table = load_catalog(CATALOG_NAME).load_table(identifier)
     spark = spark_session()
+    spark.dataSource.register(constant_arrow_source())
     phases: dict[str, list[float]] = {}
 
     def timed(name: str, action: Callable[[], Any]) -> Any:
@@ -584,6 +719,26 @@ def spark_breakdown(spec: str, description: TablesDescription, queries: list[Que
             lambda: open_read_session(CATALOG_NAME, table, columns=["price"], row_filter=query.row_filter),
         )
         timed("to_arrow (read, in-process)", session.to_arrow)
+        constant = (
+            spark.read.format("bench_constant_arrow")
+            .option("rows", str(session.metrics.rows_out or description.rows))
+            .option("partitions", str(len(session.tasks)))
+            .load()
+        )
+        timed(
+            "same rows from a Python data source yielding Arrow from memory, agg().collect()",
+            partial(aggregate, constant),
+        )
+        timed(
+            "same rows through mapInArrow from memory, agg().collect()",
+            partial(
+                aggregate,
+                constant_map_in_arrow(spark, session.metrics.rows_out or description.rows, len(session.tasks)),
+            ),
+        )
+        task_seconds = executor_work_seconds(session)
+        phases.setdefault("the executor tasks' Python work, in-process: slowest task", []).append(max(task_seconds))
+        phases.setdefault("the executor tasks' Python work, in-process: all tasks", []).append(sum(task_seconds))
         if attempt < 2:
             phases = {}
     print(f"Spark breakdown of {kind}:{query_name}; scan tasks: {len(session.tasks)}; medians of {runs} runs")
