@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyspark import TaskContext
@@ -132,15 +133,13 @@ def key_positions(
                 ):
                     count = keys.num_rows
                     columns = [
-                        pa.array([live.path] * count, type=pa.string()),
-                        pa.array(range(position, position + count), type=pa.int64()),
-                        pa.array([live.partition_ordinal] * count, type=pa.int32()),
+                        pa.repeat(pa.scalar(live.path, pa.string()), count),
+                        pa.array(np.arange(position, position + count, dtype=np.int64)),
+                        pa.repeat(pa.scalar(live.partition_ordinal, pa.int32()), count),
                     ] + [column.cast(field.type) for column, field in zip(keys.columns, key_arrow, strict=True)]
                     position += count
                     out = pa.RecordBatch.from_arrays(columns, schema=output_arrow)
                     if deleted is not None and len(deleted):
-                        import numpy as np
-
                         out = out.filter(pa.array(~np.isin(columns[1].to_numpy(), deleted)))
                     yield out
 
