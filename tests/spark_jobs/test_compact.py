@@ -225,6 +225,25 @@ def _events_table(catalog, files: int):
 
 
 @pytest.mark.spark
+def test_partial_progress_commits_the_planned_batches_in_order(spark, testing_catalog):
+    table = _events_table(testing_catalog, 6)
+    rows_before = _rows_and_checksum(table)
+    start = table.current_snapshot().snapshot_id
+    largest = max(table.inspect.files().column("file_size_in_bytes").to_pylist())
+    args = ["--catalog", "testing", "--table", ".".join(table.name()), "--min-input-files", "2"]
+    args += ["--max-file-group-size-bytes", str(2 * largest), "--partial-progress", "--max-commits", "3"]
+    planned = compact_job.main([*args, "--dry-run"])
+    assert (planned["file_groups"], planned["groups_per_commit"], planned["expected_commits"]) == (3, 1, 3)
+    result = compact_job.main(args)
+    assert result["commits"] == 3 and result["rewritten_file_groups"] == 3 and result["failed_file_groups"] == []
+    assert (result["data_files_removed"], result["data_files_added"]) == (6, 3)
+    after = testing_catalog.load_table(table.name())
+    parents = [after.metadata.snapshot_by_id(snapshot_id).parent_snapshot_id for snapshot_id in result["snapshot_ids"]]
+    assert parents == [start, *result["snapshot_ids"][:2]]
+    assert _rows_and_checksum(after) == rows_before
+
+
+@pytest.mark.spark
 def test_spark_submit_rewrites_and_commits(testing_catalog):
     table = _events_table(testing_catalog, 6)
     rows_before = _rows_and_checksum(table)
