@@ -17,33 +17,27 @@ columns it reads in the row groups its statistics keep. Results go to ``bench/re
 Markdown table next to it.
 
     .venv/bin/python bench/read_benchmark.py [--runs 9] [--skip-spark] [--tables position_deletes]
-    .venv/bin/python bench/read_benchmark.py --profile equality_deletes:full [--cold]
-    .venv/bin/python bench/read_benchmark.py --spark-breakdown position_deletes:full
+
+The readers are in ``readers.py``; profiling and the Spark breakdown are in ``read_diagnostics.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
 import datetime as dt
 import json
-import math
 import os
 import platform
-import pstats
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -60,6 +54,18 @@ from bench_env import (
     configure_catalog,
     local_path,
 )
+from readers import (
+    Answer,
+    bloom_filter_bytes,
+    clear_engine_caches,
+    floor_bytes,
+    process_tree_cpu_seconds,
+    run_floor,
+    run_ours,
+    run_pyiceberg,
+    run_spark,
+    spark_session,
+)
 
 METHODS = ("ours", "ours_cold", "spark", "pyiceberg", "floor")  # floor_with_key too on the equality table
 PRUNING_COUNTERS = (
@@ -74,20 +80,6 @@ PRUNING_COUNTERS = (
     "rows_read",
     "bytes_read",
 )
-
-
-@dataclass
-class Answer:
-    """What one run returned: row count and sum(price)."""
-
-    count: int
-    sum_price: float
-
-    def matches(self, expected: QueryExpectation) -> bool:
-        """Equal count, and sum(price) equal up to float summation order."""
-        return self.count == expected.count and math.isclose(
-            self.sum_price, expected.sum_price, rel_tol=1e-9, abs_tol=1e-6
-        )
 
 
 @dataclass
@@ -201,148 +193,6 @@ def measure_interleaved(contenders: list[Contender], warmup: int, runs: int) -> 
     return {c.name: measurement_of(timings[c.name], cpu[c.name], answers[c.name], c.expected) for c in contenders}
 
 
-def process_tree_cpu_seconds(root_pid: int) -> float:
-    """CPU seconds used so far by ``root_pid`` and every process below it (including children they reaped).
-
-    Spark's work happens in its JVM and the Python workers the JVM forks, outside this process's own clock.
-    """
-    ticks = os.sysconf("SC_CLK_TCK")
-    parent_of: dict[int, int] = {}
-    cpu_of: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the process ended meanwhile
-            continue
-        pid = int(entry.name)
-        parent_of[pid] = int(fields[1])
-        # utime, stime, cutime, cstime
-        cpu_of[pid] = sum(int(value) for value in fields[11:15]) / ticks
-    total = 0.0
-    for pid, cpu_seconds in cpu_of.items():
-        ancestor = pid
-        while ancestor not in (0, 1, root_pid):
-            ancestor = parent_of.get(ancestor, 0)
-        if ancestor == root_pid:
-            total += cpu_seconds
-    return total
-
-
-def answer_of(table: pa.Table) -> Answer:
-    """count(*) and sum(price) of an Arrow result."""
-    return Answer(count=table.num_rows, sum_price=pc.sum(table.column("price")).as_py() or 0.0)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The readers
-
-
-def run_ours(table: Any, query: Query, columns: list[str] | None = None) -> tuple[Answer, dict[str, int]]:
-    """Our engine in this process: plan, read to Arrow, then count and sum; also returns the scan counters."""
-    from spark_jobs.engine.read_session import open_read_session
-
-    session = open_read_session(CATALOG_NAME, table, columns=columns or ["price"], row_filter=query.row_filter)
-    result = session.to_arrow()
-    return answer_of(result), session.metrics.as_dict()
-
-
-def clear_engine_caches() -> None:
-    """Empty the engine's process-wide caches (loaded delete files, Parquet footers): a first read in a process."""
-    from spark_jobs.engine.deletes.cache import delete_file_cache
-    from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
-
-    delete_file_cache().clear()
-    FOOTER_CACHE.clear()
-
-
-def run_pyiceberg(table: Any, query: Query) -> Answer:
-    """pyiceberg's own scan to Arrow (it plans and applies position deletes itself)."""
-    from pyiceberg.expressions import AlwaysTrue
-
-    scan = table.scan(row_filter=query.row_filter or AlwaysTrue(), selected_fields=("price",))
-    return answer_of(scan.to_arrow())
-
-
-def run_floor(paths: list[str], query: Query, extra_columns: tuple[str, ...] = ()) -> Answer:
-    """A plain pyarrow read of the data files (no deletes): needed columns, the filter pushed to pyarrow.
-
-    ``extra_columns`` are read too (and dropped): the equality delete key, which any reader applying those
-    deletes has to decode, for a floor that does the same I/O and decoding.
-    """
-    columns = ["price", *extra_columns]
-    return answer_of(pq.read_table(paths, columns=columns, filters=query.arrow_filter()))
-
-
-def run_spark(spark: Any, identifier: str, query: Query) -> Answer:
-    """Our engine through Spark: ``load`` then one aggregate collected to the driver."""
-    from pyspark.sql import functions as F  # noqa: N812
-
-    from spark_jobs.read import load
-
-    frame = load(spark, CATALOG_NAME, identifier, columns=["price"], row_filter=query.row_filter)
-    row = frame.agg(F.count(F.lit(1)).alias("n"), F.sum("price").alias("s")).collect()[0]
-    return Answer(count=int(row["n"]), sum_price=float(row["s"] or 0.0))
-
-
-def floor_bytes(paths: list[str], query: Query) -> int:
-    """Compressed bytes of the floor's columns in the row groups pyarrow's min/max statistics keep."""
-    total = 0
-    for path in paths:
-        metadata = pq.ParquetFile(path).metadata
-        names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
-        wanted = [names.index(name) for name in query.columns]
-        for group_index in range(metadata.num_row_groups):
-            group = metadata.row_group(group_index)
-            if query.filter_column is not None and not _stats_overlap(
-                group.column(names.index(query.filter_column)).statistics, query
-            ):
-                continue
-            total += sum(group.column(i).total_compressed_size for i in wanted)
-    return total
-
-
-def bloom_filter_bytes(paths: list[str], column: str) -> int:
-    """Total length of ``column``'s bloom filters (header and bitset) over every row group of the files."""
-    total = 0
-    for path in paths:
-        metadata = pq.ParquetFile(path).metadata
-        names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
-        index = names.index(column)
-        for group_index in range(metadata.num_row_groups):
-            total += max(0, metadata.row_group(group_index).column(index).bloom_filter_length or 0)
-    return total
-
-
-def _stats_overlap(stats: Any, query: Query) -> bool:
-    if stats is None or not stats.has_min_max:
-        return True
-    high = query.low if query.high is None else query.high - 1
-    return stats.min <= high and stats.max >= query.low
-
-
-def spark_session() -> Any:
-    """A warm-able local[2] session bound to loopback (the catalog env is already set, workers inherit it)."""
-    import logging
-
-    from pyspark.sql import SparkSession
-
-    logging.getLogger("py4j").setLevel(logging.WARNING)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("read-benchmark")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # One table, one query
 
@@ -364,10 +214,42 @@ def benchmark_query(
     kind: str, table: Any, query: Query, *, description: TablesDescription, spark: Any, args: argparse.Namespace
 ) -> QueryResult:
     """Measure every method on one query of one table and compute the ratios."""
-    expected = description.expected[kind][query.name]
-    floor_expected = description.expected["no_deletes"][query.name]
-    paths = [local_path(uri) for uri in description.data_files]
     result = QueryResult(table=kind, query=query.name)
+    paths = [local_path(uri) for uri in description.data_files]
+    expected = description.expected[kind][query.name]
+    measure_in_process(result, table, query, paths=paths, description=description, args=args)
+    if query.filter_column is not None:
+        unfiltered = Query("unfiltered", None, None)
+        result.full_scan_bytes = run_ours(table, unfiltered, columns=query.columns)[1]["bytes_read"]
+        result.bloom_filter_bytes = bloom_filter_bytes(paths, query.filter_column)
+    if args.skip_pyiceberg:
+        result.methods["pyiceberg"] = Measurement(status="skipped")
+    else:
+        result.methods["pyiceberg"] = measure(
+            lambda: run_pyiceberg(table, query), expected, args.warmup, args.slow_runs, unsupported=ValueError
+        )
+    result.methods["spark"] = (
+        Measurement(status="skipped") if spark is None else measure_spark(spark, kind, query, expected, args)
+    )
+    result.ratios = ratios(result)
+    return result
+
+
+def measure_in_process(
+    result: QueryResult,
+    table: Any,
+    query: Query,
+    *,
+    paths: list[str],
+    description: TablesDescription,
+    args: argparse.Namespace,
+) -> None:
+    """Floor, ours (warm) and ours (cold caches) in interleaved rounds, plus their bytes and our pruning counters.
+
+    On the equality delete table a second floor also reads the delete key ``id``, as every reader of it must.
+    """
+    expected = description.expected[result.table][query.name]
+    floor_expected = description.expected["no_deletes"][query.name]
     warm_counters: dict[str, int] = {}
     cold_counters: dict[str, int] = {}
 
@@ -384,38 +266,28 @@ def benchmark_query(
         Contender("ours", ours_into(warm_counters), expected),
         Contender("ours_cold", ours_into(cold_counters), expected, before_each=clear_engine_caches),
     ]
-    if kind == "equality_deletes":
-        keys_floor = Contender("floor_with_key", lambda: run_floor(paths, query, ("id",)), floor_expected)
-        contenders.append(keys_floor)
+    if result.table == "equality_deletes":
+        contenders.append(Contender("floor_with_key", lambda: run_floor(paths, query, ("id",)), floor_expected))
     result.methods.update(measure_interleaved(contenders, args.warmup, args.runs))
     result.methods["floor"].bytes_read = floor_bytes(paths, query)
     result.methods["ours"].bytes_read = warm_counters.get("bytes_read")
     result.methods["ours_cold"].bytes_read = cold_counters.get("bytes_read")
     result.counters = {name: warm_counters.get(name, 0) for name in PRUNING_COUNTERS}
-    if query.filter_column is not None:
-        unfiltered = Query("unfiltered", None, None)
-        result.full_scan_bytes = run_ours(table, unfiltered, columns=query.columns)[1]["bytes_read"]
-        result.bloom_filter_bytes = bloom_filter_bytes(paths, query.filter_column)
-    if args.skip_pyiceberg:
-        result.methods["pyiceberg"] = Measurement(status="skipped")
-    else:
-        result.methods["pyiceberg"] = measure(
-            lambda: run_pyiceberg(table, query), expected, args.warmup, args.slow_runs, unsupported=ValueError
-        )
-    if spark is None:
-        result.methods["spark"] = Measurement(status="skipped")
-    else:
-        identifier = TABLES[kind]
-        jvm_pid = spark.sparkContext._gateway.proc.pid
-        result.methods["spark"] = measure(
-            lambda: run_spark(spark, identifier, query),
-            expected,
-            args.spark_warmup,
-            args.slow_runs,
-            cpu_clock=lambda: time.process_time() + process_tree_cpu_seconds(jvm_pid),
-        )
-    result.ratios = ratios(result)
-    return result
+
+
+def measure_spark(
+    spark: Any, kind: str, query: Query, expected: QueryExpectation, args: argparse.Namespace
+) -> Measurement:
+    """Our engine through Spark; CPU time is the driver's plus that of the JVM and the Python workers below it."""
+    identifier = TABLES[kind]
+    jvm_pid = spark.sparkContext._gateway.proc.pid
+    return measure(
+        lambda: run_spark(spark, identifier, query),
+        expected,
+        args.spark_warmup,
+        args.slow_runs,
+        cpu_clock=lambda: time.process_time() + process_tree_cpu_seconds(jvm_pid),
+    )
 
 
 def ratios(result: QueryResult) -> dict[str, float | None]:
@@ -580,173 +452,6 @@ def write_results(results: list[QueryResult], description: TablesDescription, ar
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def profile(spec: str, queries: list[Query], *, cold: bool) -> None:
-    """cProfile our in-process read of ``kind:query`` (3 runs after a warm-up) and print what dominates.
-
-    With ``cold``, the engine's process caches are emptied before every run (first read in a process).
-    """
-    from pyiceberg.catalog import load_catalog
-
-    kind, query_name = spec.split(":")
-    query = next(q for q in queries if q.name == query_name)
-    table = load_catalog(CATALOG_NAME).load_table(TABLES[kind])
-    run_ours(table, query)
-    profiler = cProfile.Profile()
-    for _ in range(3):
-        if cold:
-            clear_engine_caches()
-        profiler.enable()
-        run_ours(table, query)
-        profiler.disable()
-    stats = pstats.Stats(profiler).strip_dirs()
-    stats.sort_stats("tottime").print_stats(25)
-    stats.sort_stats("cumulative").print_stats(30)
-
-
-def executor_work_seconds(session: Any) -> list[float]:
-    """Seconds each scan task's Python work takes (``read_task`` + ``conform_batch``, what a Spark task runs)."""
-    from spark_jobs.engine.metrics import ScanMetrics
-    from spark_jobs.engine.scan import read_task
-    from spark_jobs.engine.spark_source import conform_batch, spark_arrow_schema_of
-
-    schema = spark_arrow_schema_of(session.output_schema)
-    seconds = []
-    for task in session.tasks:
-        started = time.perf_counter()
-        for batch in read_task(task, session.context, ScanMetrics()):
-            conform_batch(batch, schema)
-        seconds.append(time.perf_counter() - started)
-    return seconds
-
-
-def constant_arrow_source() -> type:
-    """A Python data source yielding ``rows`` rows of one double column as Arrow batches from memory, no I/O.
-
-    Timing it isolates what Spark's Python data source path costs per row (workers, Arrow to JVM, aggregation)
-    from what our engine costs.
-    """
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-    class ConstantArrowReader(DataSourceReader):
-        def __init__(self, rows: int, partitions: int) -> None:
-            self.rows, self.partition_count = rows, partitions
-
-        def partitions(self) -> list[InputPartition]:
-            return [InputPartition(i) for i in range(self.partition_count)]
-
-        def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-            import numpy as np
-
-            batch_rows = 65_536
-            rows = self.rows // self.partition_count
-            batch = pa.record_batch([pa.array(np.ones(batch_rows))], names=["price"])
-            for start in range(0, rows, batch_rows):
-                yield batch.slice(0, min(batch_rows, rows - start))
-
-    class ConstantArrowSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "bench_constant_arrow"
-
-        def schema(self) -> str:
-            return "price double"
-
-        def reader(self, schema: Any) -> DataSourceReader:
-            return ConstantArrowReader(int(self.options["rows"]), int(self.options["partitions"]))
-
-    return ConstantArrowSource
-
-
-def constant_map_in_arrow(spark: Any, rows: int, partitions: int) -> Any:
-    """The same constant rows as ``constant_arrow_source``, produced by ``mapInArrow`` (the read job's route)."""
-
-    def produce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import numpy as np
-
-        batch_rows = 65_536
-        for _ in batches:
-            pass
-        share = rows // partitions
-        batch = pa.record_batch([pa.array(np.ones(batch_rows))], names=["price"])
-        for start in range(0, share, batch_rows):
-            yield batch.slice(0, min(batch_rows, share - start))
-
-    seeds = spark.range(partitions, numPartitions=partitions)
-    return seeds.mapInArrow(produce, "price double")
-
-
-def spark_breakdown(spec: str, description: TablesDescription, queries: list[Query], runs: int) -> None:
-    """Where a Spark read's time goes: ``load``, ``collect``, Spark's own job overhead, and our in-process read.
-
-    Medians of ``runs`` runs after two warm-ups, on one ``kind:query``; Spark's part is the JVM and Python-worker
-    side we cannot cProfile from the driver, so it is isolated by difference against a trivial job.
-    """
-    from pyiceberg.catalog import load_catalog
-    from pyspark.sql import functions as F  # noqa: N812
-
-    from spark_jobs.engine.read_session import open_read_session
-    from spark_jobs.read import load
-
-    kind, query_name = spec.split(":")
-    query = next(q for q in queries if q.name == query_name)
-    identifier = TABLES[kind]
-    table = load_catalog(CATALOG_NAME).load_table(identifier)
-    spark = spark_session()
-    spark.dataSource.register(constant_arrow_source())
-    phases: dict[str, list[float]] = {}
-
-    def timed(name: str, action: Callable[[], Any]) -> Any:
-        started = time.perf_counter()
-        value = action()
-        phases.setdefault(name, []).append(time.perf_counter() - started)
-        return value
-
-    def aggregate(frame: Any) -> Any:
-        return frame.agg(F.count(F.lit(1)), F.sum("price")).collect()
-
-    for attempt in range(runs + 2):
-        frame = timed(
-            "load (driver plan + source schema)",
-            lambda: load(spark, CATALOG_NAME, identifier, columns=["price"], row_filter=query.row_filter),
-        )
-        timed("agg().collect() (source partitions + tasks)", partial(aggregate, frame))
-        timed(
-            "spark.range(5M) agg().collect() (Spark job overhead)",
-            lambda: aggregate(spark.range(5_000_000).withColumnRenamed("id", "price")),
-        )
-        session = timed(
-            "open_read_session (planning, in-process)",
-            lambda: open_read_session(CATALOG_NAME, table, columns=["price"], row_filter=query.row_filter),
-        )
-        timed("to_arrow (read, in-process)", session.to_arrow)
-        constant = (
-            spark.read.format("bench_constant_arrow")
-            .option("rows", str(session.metrics.rows_out or description.rows))
-            .option("partitions", str(len(session.tasks)))
-            .load()
-        )
-        timed(
-            "same rows from a Python data source yielding Arrow from memory, agg().collect()",
-            partial(aggregate, constant),
-        )
-        timed(
-            "same rows through mapInArrow from memory, agg().collect()",
-            partial(
-                aggregate,
-                constant_map_in_arrow(spark, session.metrics.rows_out or description.rows, len(session.tasks)),
-            ),
-        )
-        task_seconds = executor_work_seconds(session)
-        phases.setdefault("the executor tasks' Python work, in-process: slowest task", []).append(max(task_seconds))
-        phases.setdefault("the executor tasks' Python work, in-process: all tasks", []).append(sum(task_seconds))
-        if attempt < 2:
-            phases = {}
-    print(f"Spark breakdown of {kind}:{query_name}; scan tasks: {len(session.tasks)}; medians of {runs} runs")
-    for name, values in phases.items():
-        print(f"  {statistics.median(values):7.3f}s  {name}")
-    spark.stop()
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -759,9 +464,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tables", default=",".join(TABLES), help="comma-separated table kinds")
     parser.add_argument("--skip-spark", action="store_true")
     parser.add_argument("--skip-pyiceberg", action="store_true")
-    parser.add_argument("--profile", metavar="KIND:QUERY", help="only profile our in-process read of one query")
-    parser.add_argument("--cold", action="store_true", help="with --profile: empty the engine's caches each run")
-    parser.add_argument("--spark-breakdown", metavar="KIND:QUERY", help="only split one Spark read into phases")
     return parser.parse_args(argv)
 
 
@@ -772,12 +474,6 @@ def main(argv: list[str] | None = None) -> None:
     configure_catalog(data_dir)  # before any SparkSession: Spark's Python workers inherit the environment
     description = TablesDescription.load(data_dir)
     queries = benchmark_queries(description)
-    if args.profile:
-        profile(args.profile, queries, cold=args.cold)
-        return
-    if args.spark_breakdown:
-        spark_breakdown(args.spark_breakdown, description, queries, args.runs)
-        return
     from pyiceberg.catalog import load_catalog
 
     args.machine_at_start = machine()  # the machine is shared: the load average tells how noisy the run was
