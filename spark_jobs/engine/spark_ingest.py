@@ -267,6 +267,8 @@ def _write(job: _Job) -> SnapshotChange | None:
     if options.mode == "append":
         written += write_dataframe(rows, context)
         outcome.rows_written = sum(item["record_count"] for item in written)
+        if not written:
+            return None  # an empty source commits nothing
         return SnapshotChange(Operation.APPEND, added_data_files=[to_data_file(item) for item in written])
     if options.mode == "overwrite":
         return _overwrite(job)
@@ -304,6 +306,8 @@ def _overwrite(job: _Job) -> SnapshotChange:
         removed = [f for f in live if (f.spec_id, _partition_of(f)) in partitions]
         conflict_scope = partitions
     outcome.rows_written = sum(item["record_count"] for item in written)
+    if not written and not removed:
+        return None
     return SnapshotChange(
         Operation.OVERWRITE,
         added_data_files=[to_data_file(item) for item in written],

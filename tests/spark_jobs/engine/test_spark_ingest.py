@@ -197,6 +197,8 @@ def test_schema_and_key_errors_commit_nothing(spark, testing_catalog) -> None:
         with pytest.raises(UserInputError, match=message):
             ingest(spark, CATALOG, table, frame, options)
     assert testing_catalog.load_table(table).current_snapshot().snapshot_id == before
+    empty = ingest(spark, CATALOG, table, _frame(spark, []), IngestOptions(mode="append"))
+    assert empty["operation"] is None and empty["snapshot_id"] == before
 
     evolved = ingest(
         spark,
