@@ -239,9 +239,22 @@ def _check_source(table: Table, source: DataFrame, options: IngestOptions) -> Sc
         checked = SchemaCheck(table.schema())
     else:
         checked = check_schema(table_name, table.schema(), arrow_schema, allow_evolution=options.allow_schema_evolution)
+        _check_required_columns(table_name, source, [f.name for f in table.schema().fields if f.required])
     if options.key:
         _check_keys(table_name, source, list(options.key), unique=options.mode == "upsert")
     return checked
+
+
+def _check_required_columns(table_name: str, source: DataFrame, required: list[str]) -> None:
+    """A column the table requires may hold no null in the source."""
+    present = [name for name in required if name in source.columns]
+    if not present:
+        return
+    counts = source.agg(*[F.count(F.when(F.col(f"`{name}`").isNull(), 1)).alias(name) for name in present]).first()
+    with_nulls = {name: counts[name] for name in present if counts[name]}
+    if with_nulls:
+        detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
+        raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
 
 
 def _check_keys(table_name: str, source: DataFrame, key: list[str], *, unique: bool) -> None:

@@ -249,3 +249,19 @@ def test_an_upsert_losing_to_a_concurrent_append_fails_and_leaves_no_file(spark,
     # Only the concurrent append's own file is new: nothing this job wrote survived.
     assert len(leftover) == 1 and all("concurrent" not in p.name for p in leftover)
     assert sorted(r[1] for r in _ours(table)) == sorted([f"v1-{i}" for i in range(4)] + ["concurrent"])
+
+
+def test_nulls_in_a_required_column_are_bad_input(spark, testing_catalog) -> None:
+    import pyarrow as pa
+
+    testing_catalog.create_namespace_if_not_exists("ingest_tests")
+    name = _table_name("required")
+    testing_catalog.create_table(
+        name,
+        pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())]),
+        properties={"format-version": "2"},
+    )
+    frame = spark.createDataFrame([(1, "a"), (None, "b"), (None, "c")], "id long, name string")
+    with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 2 row"):
+        ingest(spark, CATALOG, name, frame, IngestOptions(mode="append"))
+    assert testing_catalog.load_table(name).current_snapshot() is None
