@@ -20,9 +20,9 @@ def test_a_table_needs_a_namespace() -> None:
 
 
 def test_airflow_normalizes_through_the_registered_handler() -> None:
-    from airflow.providers_manager import ProvidersManager
+    from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
 
-    assert "iceberg" in ProvidersManager().asset_uri_handlers
+    assert "iceberg" in ProvidersManagerTaskRuntime().asset_uri_handlers
     assert Asset("iceberg://LAKE/sales/orders/").uri == "iceberg://lake/sales/orders"
     assert iceberg_table_asset("lake", "sales.orders") == Asset("iceberg://lake/sales/orders")
     with pytest.raises(ValueError, match="must have a namespace and a table"):
