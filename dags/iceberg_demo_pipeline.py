@@ -1,9 +1,16 @@
-"""Demo pipeline of README command 1: generate data, ingest it, read it back now and at an earlier snapshot, report.
+"""Demo pipeline of README command 1: every job of the provider on one table, then a short report.
+
+1. generate: write an initial batch, a second batch, a batch of updates (changed rows and new ids) and a batch of
+   ids to delete, as Parquet files.
+2. ingest: append both batches (several small files), upsert the updates (position delete files), delete the ids
+   (equality delete files): merge-on-read, one snapshot each.
+3. read: export the current snapshot and the first snapshot (time travel) with the read job.
+4. compact: rewrite the small files with their deletes folded in (a ``replace`` snapshot).
+5. report: rows at each snapshot, data and delete files before and after compaction, time of each step; it fails
+   when a count is not the one the generated data implies.
 
 Runs on the embedded default (SQLite SQL catalog, local warehouse, Spark ``local[*]``) with
-``airflow dags test iceberg_demo_pipeline``. The reads are the project's ``spark_jobs/read.py`` submitted through a
-plain ``SparkSubmitOperator``, as existing deployments do. Ingestion uses pyiceberg appends until the ingest job
-(upsert/delete as merge-on-read delete files) and the compaction job land; the report says which steps ran.
+``airflow dags test iceberg_demo_pipeline``; ``scripts/demo.sh`` sets that up.
 """
 
 from __future__ import annotations
@@ -12,30 +19,45 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import dag, task
 
-import spark_jobs
+from airflow_iceberg_provider.operators.compact import IcebergCompactOperator
+from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
+from airflow_iceberg_provider.operators.read import IcebergReadOperator
 from airflow_iceberg_provider.settings import ProviderSettings
 
 SETTINGS = ProviderSettings.from_environment()
 TABLE = f"{SETTINGS.namespace}.events"
-READ_JOB = str(Path(spark_jobs.__file__).resolve().parent / "read.py")
-OUTPUT_ROOT = Path(os.environ.get("ICEBERG_PROVIDER_OUTPUT_ROOT", SETTINGS.output_root))
-ROWS_PER_BATCH = int(os.environ.get("ICEBERG_DEMO_ROWS", "200000"))
+WORK_ROOT = Path(SETTINGS.output_root)
+ROWS_PER_BATCH = int(os.environ.get("ICEBERG_DEMO_ROWS", "100000"))
+UPDATED_ROWS = ROWS_PER_BATCH // 20  # existing ids whose rows change
+NEW_ROWS_IN_UPSERT = ROWS_PER_BATCH // 100  # ids the upsert inserts
+DELETED_ROWS = ROWS_PER_BATCH // 50  # ids deleted by key
+STEP_TASKS = ("ingest_first", "ingest_second", "upsert", "delete", "read_current", "read_first_snapshot", "compact")
+
+
+def _ingest(task_id: str, source: str, mode: str, **options) -> IcebergIngestOperator:
+    return IcebergIngestOperator(
+        task_id=task_id,
+        catalog=SETTINGS.catalog,
+        table=TABLE,
+        source=source,
+        source_format="parquet",
+        mode=mode,
+        **options,
+    )
 
 
 @dag(schedule=None, start_date=datetime(2026, 1, 1), catchup=False, tags=["iceberg", "demo"])
 def iceberg_demo_pipeline() -> None:
-    """Generate -> ingest two batches -> read current and first snapshot -> report."""
+    """Generate -> append twice -> upsert -> delete -> read now and at the first snapshot -> compact -> report."""
 
     @task
-    def generate_and_ingest() -> dict:
-        """Create the table if needed and append two generated batches (two snapshots)."""
-        import time
-
+    def generate() -> dict:
+        """Write the demo's input batches and start from an empty table."""
         import numpy as np
         import pyarrow as pa
+        import pyarrow.parquet as pq
         from pyiceberg.catalog import load_catalog
 
         catalog = load_catalog(SETTINGS.catalog)
@@ -43,100 +65,124 @@ def iceberg_demo_pipeline() -> None:
         if catalog.table_exists(TABLE):
             catalog.drop_table(TABLE)
         rng = np.random.default_rng(7)
+        source = WORK_ROOT / "source"
+        source.mkdir(parents=True, exist_ok=True)
 
-        def batch(offset: int) -> pa.Table:
-            ids = np.arange(offset, offset + ROWS_PER_BATCH, dtype=np.int64)
-            return pa.table(
-                {
-                    "id": ids,
-                    "category": pa.array(rng.choice(["a", "b", "c", "d"], ROWS_PER_BATCH)),
-                    "qty": pa.array(rng.integers(0, 1000, ROWS_PER_BATCH, dtype=np.int32)),
-                    "price": pa.array(rng.random(ROWS_PER_BATCH) * 100),
-                }
-            )
+        def rows(ids: np.ndarray) -> pa.Table:
+            count = len(ids)
+            return pa.table({
+                "id": pa.array(ids, pa.int64()),
+                "category": pa.array(rng.choice(["a", "b", "c", "d"], count)),
+                "qty": pa.array(rng.integers(0, 1000, count, dtype=np.int32)),
+                "price": pa.array(np.round(rng.random(count) * 100, 2)),
+            })
 
-        first = batch(0)
-        table = catalog.create_table(TABLE, schema=first.schema)
-        started = time.perf_counter()
-        table.append(first)
-        first_snapshot = table.current_snapshot().snapshot_id
-        table.append(batch(ROWS_PER_BATCH))
-        elapsed = time.perf_counter() - started
-        table = catalog.load_table(TABLE)
-        data_files = len(table.inspect.files())
+        first_ids = np.arange(0, ROWS_PER_BATCH)
+        second_ids = np.arange(ROWS_PER_BATCH, 2 * ROWS_PER_BATCH)
+        updated_ids = rng.choice(2 * ROWS_PER_BATCH, UPDATED_ROWS, replace=False)
+        new_ids = np.arange(2 * ROWS_PER_BATCH, 2 * ROWS_PER_BATCH + NEW_ROWS_IN_UPSERT)
+        remaining = np.setdiff1d(np.arange(2 * ROWS_PER_BATCH), updated_ids)
+        deleted_ids = rng.choice(remaining, DELETED_ROWS, replace=False)
+        batches = {
+            "first": rows(first_ids),
+            "second": rows(second_ids),
+            "upsert": rows(np.concatenate([updated_ids, new_ids])),
+            "delete": pa.table({"id": pa.array(deleted_ids, pa.int64())}),
+        }
+        for name, batch in batches.items():
+            (source / name).mkdir(exist_ok=True)
+            # Several files per batch, so compaction has small files to pack.
+            for part, offset in enumerate(range(0, batch.num_rows, max(batch.num_rows // 4, 1))):
+                pq.write_table(batch.slice(offset, max(batch.num_rows // 4, 1)), source / name / f"part-{part}.parquet")
         return {
-            "finished_at": time.time(),
-            "first_snapshot_id": first_snapshot,
-            "current_snapshot_id": table.current_snapshot().snapshot_id,
-            "rows_ingested": 2 * ROWS_PER_BATCH,
-            "data_files": data_files,
-            "ingest_seconds": round(elapsed, 2),
+            "source": str(source),
+            "expected_first": ROWS_PER_BATCH,
+            "expected_current": 2 * ROWS_PER_BATCH + NEW_ROWS_IN_UPSERT - DELETED_ROWS,
         }
 
-    def read_job(task_id: str, output: str, extra: list[str]) -> SparkSubmitOperator:
-        return SparkSubmitOperator(
-            task_id=task_id,
-            conn_id=SETTINGS.spark_conn_id,
-            application=READ_JOB,
-            name=f"iceberg-demo-{task_id}",
-            application_args=[
-                "--catalog",
-                SETTINGS.catalog,
-                "--table",
-                TABLE,
-                "--output",
-                output,
-                "--mode",
-                "overwrite",
-                *extra,
-            ],
-            conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"},
-        )
-
-    ingested = generate_and_ingest()
-    read_current = read_job("read_current", str(OUTPUT_ROOT / "current"), [])
-    read_earlier = read_job(
-        "read_first_snapshot",
-        str(OUTPUT_ROOT / "first_snapshot"),
-        ["--snapshot-id", "{{ ti.xcom_pull(task_ids='generate_and_ingest')['first_snapshot_id'] }}"],
+    generated = generate()
+    source = "{{ ti.xcom_pull(task_ids='generate')['source'] }}"
+    first = _ingest("ingest_first", source + "/first", "append", create_if_missing=True, sort_by="id")
+    second = _ingest("ingest_second", source + "/second", "append")
+    upsert = _ingest("upsert", source + "/upsert", "upsert", key="id", delete_mode="position")
+    delete = _ingest("delete", source + "/delete", "delete", key="id", delete_mode="equality")
+    read_current = IcebergReadOperator(
+        task_id="read_current",
+        catalog=SETTINGS.catalog,
+        table=TABLE,
+        output_path=str(WORK_ROOT / "current"),
+        write_mode="overwrite",
+    )
+    read_first = IcebergReadOperator(
+        task_id="read_first_snapshot",
+        catalog=SETTINGS.catalog,
+        table=TABLE,
+        snapshot_id="{{ ti.xcom_pull(task_ids='ingest_first')['snapshot_id'] }}",
+        output_path=str(WORK_ROOT / "first_snapshot"),
+        write_mode="overwrite",
     )
 
     @task
-    def report(ingest: dict) -> str:
-        """Print a short report: rows at each snapshot, files, and the time of each step."""
-        import time
+    def files_before_compaction() -> dict:
+        """Count live data and delete files before compaction."""
+        return _file_counts()
 
+    compact = IcebergCompactOperator(
+        task_id="compact", catalog=SETTINGS.catalog, table=TABLE, target_file_size_bytes=64 * 1024 * 1024
+    )
+
+    @task
+    def report(expected: dict, before: dict, **context) -> str:
+        """Print rows at each snapshot, files before and after compaction, and each step's time; check counts."""
         import pyarrow.parquet as pq
 
-        rows_current = pq.read_table(OUTPUT_ROOT / "current").num_rows
-        rows_first = pq.read_table(OUTPUT_ROOT / "first_snapshot").num_rows
-        durations = {"ingest": ingest["ingest_seconds"], "reads": time.time() - ingest["finished_at"]}
+        from spark_jobs.engine.read_session import open_read_session
+
+        results = {name: context["ti"].xcom_pull(task_ids=name) or {} for name in STEP_TASKS}
+        rows_current = pq.read_table(WORK_ROOT / "current").num_rows
+        rows_first = pq.read_table(WORK_ROOT / "first_snapshot").num_rows
+        rows_compacted = open_read_session(SETTINGS.catalog, TABLE, columns=["id"]).to_arrow().num_rows
+        after = _file_counts()
+        first_snapshot_id = results["ingest_first"].get("snapshot_id")
+        seconds = {name: sum((results[name].get("seconds") or {}).values()) for name in STEP_TASKS}
         lines = [
-            "=" * 72,
-            f"Iceberg demo report: table {TABLE} in catalog {SETTINGS.catalog}",
-            f"  ingested rows            {ingest['rows_ingested']:>12,} in {ingest['ingest_seconds']} s "
-            f"(pyiceberg append; the Spark ingest job is not available yet)",
-            f"  data files               {ingest['data_files']:>12,}",
-            f"  delete files             {0:>12,} (upsert/delete as merge-on-read: pending the ingest job)",
-            f"  rows at current snapshot {rows_current:>12,} (snapshot {ingest['current_snapshot_id']})",
-            f"  rows at first snapshot   {rows_first:>12,} (snapshot {ingest['first_snapshot_id']}, time travel)",
-            "  compaction               pending the compaction job",
-            "  step times (s)           "
-            + ", ".join(f"{k} {v:.1f}" for k, v in durations.items())
-            + " (reads: both snapshots through spark-submit spark_jobs/read.py)",
-            "=" * 72,
+            "=" * 78,
+            f"Iceberg demo report: {TABLE} in catalog {SETTINGS.catalog}",
+            f"  rows at current snapshot   {rows_current:>10,}   (expected {expected['expected_current']:,})",
+            f"  rows at first snapshot     {rows_first:>10,}   (time travel to {first_snapshot_id})",
+            f"  rows after compaction      {rows_compacted:>10,}",
+            f"  data files   before/after  {before['data_files']:>4} / {after['data_files']:<4}"
+            f"  delete files before/after {before['delete_files']:>3} / {after['delete_files']}",
+            "  step seconds (job's own)   " + ", ".join(f"{name} {value:.1f}" for name, value in seconds.items()),
+            "=" * 78,
         ]
         text = "\n".join(lines)
         print(text)
-        if rows_current != ingest["rows_ingested"] or rows_first != ingest["rows_ingested"] // 2:
-            raise ValueError(
-                f"read back {rows_current}/{rows_first} rows, expected {ingest['rows_ingested']}/"
-                f"{ingest['rows_ingested'] // 2}"
-            )
+        wrong = [
+            (what, got, want)
+            for what, got, want in [
+                ("current", rows_current, expected["expected_current"]),
+                ("first snapshot", rows_first, expected["expected_first"]),
+                ("after compaction", rows_compacted, expected["expected_current"]),
+            ]
+            if got != want
+        ]
+        if wrong:
+            raise ValueError(f"demo read back wrong row counts (what, got, expected): {wrong}")
         return text
 
-    ingested >> [read_current, read_earlier]
-    [read_current, read_earlier] >> report(ingested)
+    before = files_before_compaction()
+    generated >> first >> second >> upsert >> delete >> [read_current, read_first] >> before >> compact
+    compact >> report(generated, before)
+
+
+def _file_counts() -> dict:
+    """Live data files and delete files of the demo table's current snapshot, from metadata."""
+    from pyiceberg.catalog import load_catalog
+
+    files = load_catalog(SETTINGS.catalog).load_table(TABLE).inspect.files()
+    contents = files.column("content").to_pylist()
+    return {"data_files": contents.count(0), "delete_files": len(contents) - contents.count(0)}
 
 
 iceberg_demo_pipeline()
