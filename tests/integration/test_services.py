@@ -31,7 +31,11 @@ def test_spark_standalone_runs_a_job_on_its_worker(spark_standalone) -> None:
     import subprocess
     import sys
     import textwrap
+    import time
 
+    deadline = time.monotonic() + 60  # the status page can be slow to answer on a loaded machine
+    while spark_standalone.alive_workers() != 1 and time.monotonic() < deadline:
+        time.sleep(1)
     assert spark_standalone.alive_workers() == 1
     script = textwrap.dedent(
         f"""
@@ -51,7 +55,7 @@ def test_spark_standalone_runs_a_job_on_its_worker(spark_standalone) -> None:
         env=spark_process_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]

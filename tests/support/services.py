@@ -245,7 +245,7 @@ class SparkStandalone:
     def alive_workers(self) -> int:
         """How many workers the master reports ALIVE (from its JSON status page)."""
         try:
-            with urllib.request.urlopen(f"http://{LOOPBACK}:{self.master_ui_port}/json/", timeout=2) as response:
+            with urllib.request.urlopen(f"http://{LOOPBACK}:{self.master_ui_port}/json/", timeout=10) as response:
                 status = json.load(response)
         except OSError:
             return 0
@@ -259,7 +259,7 @@ class SparkStandalone:
 
 
 def start_spark_standalone(
-    *, worker_cores: int = 2, worker_memory: str = "2g", timeout: float = 90.0
+    *, worker_cores: int = 2, worker_memory: str = "2g", timeout: float = 180.0
 ) -> SparkStandalone:
     """Start ``Master`` and ``Worker`` through ``bin/spark-class`` (pip's pyspark has no start-master.sh)."""
     home = spark_home()
