@@ -151,3 +151,34 @@ def test_nightly_compaction_compacts_a_table_with_many_small_files(testing_catal
     assert table.current_snapshot().summary.operation.value == "replace"
     assert len(table.inspect.files()) == 1
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == list(range(20))
+
+
+@pytest.mark.spark
+@pytest.mark.airflow
+@pytest.mark.usefixtures("airflow_db")
+def test_plain_spark_submit_example_exports_the_table(example_settings, example_events) -> None:
+    from tests.support.airflow_env import register_dag
+
+    dag = _dag_bag().dags["iceberg_spark_submit_read"]
+    register_dag(dag)
+    dag_run = dag.test(logical_date=datetime(2026, 1, 3, tzinfo=UTC))
+    assert task_state(dag_run, "read_events") == "success"
+    exported = pq.read_table(example_settings / "spark_submit_read" / "2026-01-03")
+    assert sorted(exported.column("id").to_pylist()) == [1, 2, 3, 4, 5, 6, 7]
+
+
+@pytest.mark.spark
+@pytest.mark.airflow
+@pytest.mark.usefixtures("airflow_db")
+def test_event_driven_example_exports_the_current_snapshot_when_run_by_hand(
+    example_settings, example_events, testing_catalog
+) -> None:
+    from tests.support.airflow_env import register_dag
+
+    dag = _dag_bag().dags["iceberg_on_new_snapshot"]
+    register_dag(dag)
+    dag_run = dag.test()
+    assert task_state(dag_run, "export_new_snapshot") == "success"
+    result = xcom_return_value(dag_run, "export_new_snapshot")
+    current = testing_catalog.load_table(example_events).current_snapshot().snapshot_id
+    assert (result["snapshot_id"], result["rows_out"]) == (current, 7)
