@@ -25,6 +25,8 @@ from spark_jobs.engine.errors import UserInputError
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 ENGINE_ZIP_NAME = "spark_jobs.zip"
 log = logging.getLogger("spark_jobs")
+# Sessions ``spark_session`` created (not found running): ``run_job`` stops them before printing the result.
+_SESSIONS_STARTED: list[Any] = []
 
 
 class UsageError(UserInputError):
@@ -77,12 +79,9 @@ def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
 
 
 def _stop_spark() -> None:
-    """Stop the active SparkSession, so nothing Spark prints at exit follows the result line."""
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
+    """Stop the SparkSessions this job started, so nothing Spark prints at exit follows the result line."""
+    while _SESSIONS_STARTED:
+        _SESSIONS_STARTED.pop().stop()
 
 
 def _is_user_error_from_spark(error: Exception) -> bool:
@@ -95,7 +94,11 @@ def spark_session(app_name: str) -> Any:
     """The job's SparkSession; master and configuration come from spark-submit (``local[*]`` without it)."""
     from pyspark.sql import SparkSession
 
-    return SparkSession.builder.appName(app_name).getOrCreate()
+    existing = SparkSession.getActiveSession()
+    session = SparkSession.builder.appName(app_name).getOrCreate()
+    if existing is None:  # ours to stop when the job ends; a caller's session (tests, notebooks) is left running
+        _SESSIONS_STARTED.append(session)
+    return session
 
 
 def engine_zip() -> Path:

@@ -45,3 +45,11 @@ def test_engine_zip_holds_the_whole_package() -> None:
         names = set(archive.namelist())
     assert {"spark_jobs/__init__.py", "spark_jobs/read.py", "spark_jobs/engine/scan.py"} <= names
     assert any(name.startswith("spark_jobs/engine/parquet/") for name in names)
+
+
+@pytest.mark.spark
+def test_a_job_leaves_a_session_it_did_not_start_running(spark) -> None:
+    from spark_jobs.job_support import spark_session
+
+    assert run_job("demo", lambda: {"session": spark_session("demo").sparkContext.appName}) == EXIT_OK
+    assert spark.range(3).count() == 3
