@@ -28,10 +28,10 @@ TABLES = {
 DESCRIPTION_FILE = "read_tables.json"
 
 
-def configure_catalog(data_dir: Path) -> None:
-    """Point the ``bench`` catalog (SQLite catalog, local warehouse under ``data_dir``) at pyiceberg's env config."""
+def configure_catalog(data_dir: Path, catalog_name: str = CATALOG_NAME) -> None:
+    """Point ``catalog_name`` (SQLite catalog, local warehouse under ``data_dir``) at pyiceberg's env config."""
     data_dir = data_dir.resolve()
-    prefix = f"PYICEBERG_CATALOG__{CATALOG_NAME.upper()}__"
+    prefix = f"PYICEBERG_CATALOG__{catalog_name.upper()}__"
     os.environ[prefix + "TYPE"] = "sql"
     os.environ[prefix + "URI"] = f"sqlite:///{data_dir}/catalog.db"
     os.environ[prefix + "WAREHOUSE"] = f"file://{data_dir}/warehouse"

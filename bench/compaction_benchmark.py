@@ -41,19 +41,15 @@ import pyarrow.parquet as pq
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
+sys.path.insert(0, str(BENCH_DIR))
+from bench_env import configure_catalog as configure_bench_catalog  # noqa: E402
+
 CATALOG_NAME = "benchcompact"  # pyiceberg reads "_" in env names as "-"
 
 
 def configure_catalog(data_dir: Path) -> None:
     """The ``benchcompact`` SQLite catalog under ``data_dir``, through pyiceberg's env configuration."""
-    prefix = f"PYICEBERG_CATALOG__{CATALOG_NAME.upper()}__"
-    os.environ[prefix + "TYPE"] = "sql"
-    os.environ[prefix + "URI"] = f"sqlite:///{data_dir}/catalog.db"
-    os.environ[prefix + "WAREHOUSE"] = f"file://{data_dir}/warehouse"
-    os.environ["PYICEBERG_HOME"] = str(data_dir / "pyiceberg-home")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    configure_bench_catalog(data_dir, CATALOG_NAME)
 
 
 def rows(first_id: int, count: int, rng: np.random.Generator) -> pa.Table:
