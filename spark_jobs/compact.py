@@ -132,6 +132,7 @@ def _summary(plan: Any, outcome: Any) -> dict[str, Any]:
         "rows_read": counters.get("rows_read", 0),
         "rows_deleted": sum(counters.get(key, 0) for key in _ROWS_DELETED),
         "rows_written": outcome.rows_written if outcome is not None else 0,
+        "rewrite_waves": outcome.waves if outcome is not None else 0,
         "counters": counters,
     }
 

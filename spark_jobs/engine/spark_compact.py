@@ -1,9 +1,13 @@
 """Run a planned bin-pack rewrite on Spark: groups rewritten on the executors, ``replace`` commits on the driver.
 
 1. Refuse tables the commit machinery cannot write (format v2 only) before any work.
-2. Per batch of ``plan.groups_per_commit`` groups (all of them without partial progress): the batch's rewrite tasks
+2. Per batch of ``plan.groups_per_commit`` groups (all of them without partial progress): the batch's groups are
+   rewritten in waves of at most ``max-concurrent-file-group-rewrites`` groups, so no more than that many groups
+   are rewritten at the same time (Java's meaning of the option). A wave's rewrite tasks
    (``compaction.rewrite_tasks``) run as one Spark job, one task per expected output file, with ``mapInArrow``;
-   each returns the files it wrote, and an accumulator sums the reader's counters.
+   each returns the files it wrote, and an accumulator sums the reader's counters. Java keeps up to N groups in
+   flight on a thread pool, one Spark job per group; here the next wave starts when the slowest group of the
+   previous one is done, which keeps one job per wave and the bound easy to see (``RewriteOutcome.waves``).
 3. The batch is committed (``compaction.rewrite_commit``) as one ``replace`` snapshot with the starting data
    sequence number, validated from the starting snapshot.
 4. On failure the batch's files are deleted, and so is every file named with the job's write id (files of retried
@@ -30,6 +34,7 @@ from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
 from spark_jobs.engine.compaction.rewrite_commit import GroupRewrite, NothingCommittedError, commit_group_rewrites
 from spark_jobs.engine.compaction.rewrite_tasks import (
     RewriteContexts,
+    RewriteTask,
     plan_rewrite_tasks,
     rewrite_contexts,
     rewrite_task,
@@ -52,6 +57,7 @@ class RewriteOutcome:
     failures: list[str] = field(default_factory=list)
     removed_delete_files: int = 0
     rows_written: int = 0
+    waves: int = 0  # Spark jobs run to rewrite groups, one per wave
     counters: ScanMetrics = field(default_factory=ScanMetrics)
     seconds: dict[str, float] = field(default_factory=lambda: {"rewrite": 0.0, "commit": 0.0})
 
@@ -63,45 +69,69 @@ def _attempt_tag() -> str:
     return f"s{context.stageId()}-p{context.partitionId()}-a{context.attemptNumber()}"
 
 
+def rewrite_waves(groups: list[FileGroup], max_concurrent: int) -> list[list[FileGroup]]:
+    """``groups`` in plan order, cut into waves of at most ``max_concurrent`` groups."""
+    return [groups[start : start + max_concurrent] for start in range(0, len(groups), max_concurrent)]
+
+
 def rewrite_groups(
-    spark: SparkSession, table: Table, plan: RewritePlan, groups: list[FileGroup], counters: ScanMetrics | None = None
+    spark: SparkSession,
+    table: Table,
+    plan: RewritePlan,
+    groups: list[FileGroup],
+    counters: ScanMetrics | None = None,
+    *,
+    outcome: RewriteOutcome | None = None,
 ) -> tuple[list[GroupRewrite], RewriteContexts]:
-    """Rewrite ``groups`` on the executors (one Spark task per rewrite task); nothing is committed."""
+    """Rewrite ``groups`` on the executors, a wave of groups per Spark job (module doc, step 2); nothing committed."""
     tasks = plan_rewrite_tasks(table, groups)
     contexts = rewrite_contexts(table, plan, tasks)
     written_by_group: dict[int, list[dict[str, Any]]] = {group.global_index: [] for group in groups}
-    if tasks:
-        accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
-        payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in tasks]
-
-        def rewrite_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            metrics = ScanMetrics()
-            for batch in batches:
-                for payload in batch.column(0).to_pylist():
-                    task = pickle.loads(payload)
-                    written = rewrite_task(task, contexts, metrics, _attempt_tag())
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array([task.group_index] * len(written), pa.int32()),
-                            pa.array([pickle.dumps(item) for item in written], pa.binary()),
-                        ],
-                        names=["group_index", "file"],
-                    )
-            accumulator.add(metrics.as_dict())
-
-        frame = spark.sparkContext.parallelize(payloads, numSlices=len(payloads)).toDF("task binary")
-        try:
-            rows = frame.mapInArrow(rewrite_partition, _OUTPUT_SCHEMA).collect()
-        except BaseException:
-            delete_leftovers(contexts.write.table_location, contexts.write.write_id, set(), table.io)
-            raise
-        for row in rows:
-            written_by_group[row["group_index"]].append(pickle.loads(row["file"]))
-        if counters is not None:
-            for key, value in accumulator.value.items():
-                setattr(counters, key, getattr(counters, key) + value)
+    try:
+        for wave in rewrite_waves(groups, plan.options.max_concurrent_file_group_rewrites):
+            in_wave = {group.global_index for group in wave}
+            wave_tasks = [task for task in tasks if task.group_index in in_wave]
+            if not wave_tasks:
+                continue
+            for group_index, written in _run_wave(spark, wave_tasks, contexts, counters):
+                written_by_group[group_index].append(written)
+            if outcome is not None:
+                outcome.waves += 1
+    except BaseException:
+        delete_leftovers(contexts.write.table_location, contexts.write.write_id, set(), table.io)
+        raise
     rewrites = [GroupRewrite(group, tuple(written_by_group[group.global_index])) for group in groups]
     return rewrites, contexts
+
+
+def _run_wave(
+    spark: SparkSession, tasks: list[RewriteTask], contexts: RewriteContexts, counters: ScanMetrics | None
+) -> list[tuple[int, dict[str, Any]]]:
+    """Run ``tasks`` as one Spark job (one Spark task each); (group index, written file) pairs."""
+    accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
+    payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in tasks]
+
+    def rewrite_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        metrics = ScanMetrics()
+        for batch in batches:
+            for payload in batch.column(0).to_pylist():
+                task = pickle.loads(payload)
+                written = rewrite_task(task, contexts, metrics, _attempt_tag())
+                yield pa.RecordBatch.from_arrays(
+                    [
+                        pa.array([task.group_index] * len(written), pa.int32()),
+                        pa.array([pickle.dumps(item) for item in written], pa.binary()),
+                    ],
+                    names=["group_index", "file"],
+                )
+        accumulator.add(metrics.as_dict())
+
+    frame = spark.sparkContext.parallelize(payloads, numSlices=len(payloads)).toDF("task binary")
+    rows = frame.mapInArrow(rewrite_partition, _OUTPUT_SCHEMA).collect()
+    if counters is not None:
+        for key, value in accumulator.value.items():
+            setattr(counters, key, getattr(counters, key) + value)
+    return [(row["group_index"], pickle.loads(row["file"])) for row in rows]
 
 
 def run_rewrite(spark: SparkSession, table: Table, plan: RewritePlan) -> RewriteOutcome:
@@ -148,7 +178,7 @@ def _rewrite_and_commit(
     contexts: RewriteContexts | None = None
     committed: set[str] = set()
     try:
-        rewrites, contexts = rewrite_groups(spark, table, plan, batch, outcome.counters)
+        rewrites, contexts = rewrite_groups(spark, table, plan, batch, outcome.counters, outcome=outcome)
         outcome.seconds["rewrite"] += time.perf_counter() - started
         started = time.perf_counter()
         result, removed_deletes = commit_group_rewrites(table, plan, rewrites, replaced_before=replaced)

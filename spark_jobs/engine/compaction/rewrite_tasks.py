@@ -8,12 +8,15 @@
    partition spec and sort order, rolling files at the plan's writer max file size (Java's ``writeMaxFileSize``).
 3. ``rewrite_task`` (on an executor): the task's surviving rows (position deletes, deletion vectors and equality
    deletes applied), split by the output spec's partitions, sorted by the table's sort order, written; returns the
-   written files as plain dicts (``commit.file_entries``).
+   written files as plain dicts (``commit.file_entries``). The rows stream: each batch the reader yields goes to a
+   rolling writer of its partition, so a task holds about one row group per partition, not a whole output file.
+   A table with a sort order is the exception: its task's rows are gathered and sorted before they are written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +31,7 @@ from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, spl
 from spark_jobs.engine.read_session import build_read_schema
 from spark_jobs.engine.scan import ScanContext, read_slice
 from spark_jobs.engine.tasks import DataFileSlice, ScanTask
-from spark_jobs.engine.write.write_context import WriteContext, write_data
+from spark_jobs.engine.write.write_context import WriteContext, write_data_stream
 
 
 @dataclass(frozen=True)
@@ -95,15 +98,16 @@ def rewrite_contexts(table: Table, plan: RewritePlan, tasks: list[RewriteTask]) 
     return RewriteContexts(scan=scan, write=dataclasses.replace(write, properties=properties))
 
 
-def read_task_rows(task: RewriteTask, context: ScanContext, metrics: ScanMetrics) -> pa.Table:
-    """The surviving rows of the task's slices, deletes applied, in the scan context's output schema."""
-    batches = [batch for data_file_slice in task.slices for batch in read_slice(data_file_slice, context, metrics)]
-    return pa.Table.from_batches(batches, schema=context.output_schema)
+def read_task_batches(task: RewriteTask, context: ScanContext, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
+    """The surviving rows of the task's slices, deletes applied, batch by batch in the scan's output schema."""
+    for data_file_slice in task.slices:
+        yield from read_slice(data_file_slice, context, metrics)
 
 
 def rewrite_task(
     task: RewriteTask, contexts: RewriteContexts, metrics: ScanMetrics, attempt_tag: str = "driver"
 ) -> list[dict[str, Any]]:
-    """Read the task's rows and write them as data files (module doc, step 3); the written files' descriptions."""
-    rows = read_task_rows(task, contexts.scan, metrics)
-    return write_data(rows, contexts.write, f"g{task.group_index}-t{task.task_index}-{attempt_tag}")
+    """Stream the task's rows into data files (module doc, step 3); the written files' descriptions."""
+    batches = read_task_batches(task, contexts.scan, metrics)
+    tag = f"g{task.group_index}-t{task.task_index}-{attempt_tag}"
+    return write_data_stream(batches, contexts.write, tag, contexts.scan.output_schema)

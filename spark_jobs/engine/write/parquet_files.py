@@ -4,6 +4,8 @@
    index on, bloom filters for every column with ``write.parquet.bloom-filter-enabled.column.<name>=true``.
 2. Rows go in chunks (about one row group each, sized from the in-memory row width); after each chunk the bytes
    written so far are checked and the file is closed once it reaches ``write.target-file-size-bytes``.
+   ``RollingParquetWriter`` takes the rows as they come (batch by batch) and holds at most one chunk;
+   ``write_files`` writes a table already in memory through it.
 3. Each closed file is described with pyiceberg's column metrics (``data_file_statistics_from_parquet_metadata``
    under the table's metrics modes) as a plain dict (``commit.file_entries.describe_file``).
 """
@@ -55,63 +57,147 @@ def write_files(data: pa.Table, target: FileTarget) -> list[dict[str, Any]]:
     """Write ``data`` (already in the file's Arrow schema, ordered) to one or more files; describe each."""
     if data.num_rows == 0:
         return []
-    target_bytes = property_as_int(
-        target.properties,
-        TableProperties.WRITE_TARGET_FILE_SIZE_BYTES,
-        TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
-    )
-    row_group_rows = property_as_int(
-        target.properties, TableProperties.PARQUET_ROW_GROUP_LIMIT, TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT
-    )
-    row_bytes = max(1, data.nbytes // max(1, data.num_rows))
-    chunk_rows = max(1, min(_MAX_CHUNK_ROWS, row_group_rows or _MAX_CHUNK_ROWS, target_bytes // row_bytes))
-    described = []
-    offset = 0
-    while offset < data.num_rows:
-        written, offset = _write_one_file(data, offset, chunk_rows, target_bytes, target)
-        described.append(written)
-    return described
+    writer = RollingParquetWriter(target, data.schema, row_bytes=_row_bytes(data), bloom_ndv=data.num_rows)
+    writer.write(data)
+    return writer.close()
 
 
-def _write_one_file(
-    data: pa.Table, offset: int, chunk_rows: int, target_bytes: int, target: FileTarget
-) -> tuple[dict[str, Any], int]:
-    """Write chunks from ``offset`` until the file reaches the target size; returns its description and the end."""
-    path = target.new_path()
-    output = target.io.new_output(path)
-    stream = output.create(overwrite=False)
-    try:
-        writer = pq.ParquetWriter(stream, data.schema, **_writer_options(target, data))
-        while offset < data.num_rows:
+class RollingParquetWriter:
+    """Rows written as they come, a row group at a time, into files rolled at the target size (module doc, 2-3).
+
+    Only the rows of the row group being filled are held (at most one chunk); a file is closed and described as soon
+    as it reaches the target size. ``row_bytes`` (the in-memory row width the chunk size follows) and ``bloom_ndv``
+    (the distinct-value estimate bloom filters are sized for) default to estimates from the first rows written.
+    """
+
+    def __init__(
+        self, target: FileTarget, schema: pa.Schema, *, row_bytes: int | None = None, bloom_ndv: int | None = None
+    ) -> None:
+        self._target = target
+        self._schema = schema
+        self._target_bytes = property_as_int(
+            target.properties,
+            TableProperties.WRITE_TARGET_FILE_SIZE_BYTES,
+            TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
+        )
+        self._row_bytes = row_bytes
+        self._bloom_ndv = bloom_ndv
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._file: _OpenFile | None = None
+        self._written: list[dict[str, Any]] = []
+
+    @property
+    def chunk_rows(self) -> int:
+        """Rows per row group: the row group limit, at most what fits the target size (module doc, step 2)."""
+        row_group_rows = property_as_int(
+            self._target.properties,
+            TableProperties.PARQUET_ROW_GROUP_LIMIT,
+            TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT,
+        )
+        row_bytes = self._row_bytes or 1
+        return max(1, min(_MAX_CHUNK_ROWS, row_group_rows or _MAX_CHUNK_ROWS, self._target_bytes // row_bytes))
+
+    def write(self, rows: pa.Table | pa.RecordBatch) -> None:
+        """Buffer ``rows`` (in the file's Arrow schema) and write every full chunk."""
+        if rows.num_rows == 0:
+            return
+        table = rows if isinstance(rows, pa.Table) else pa.Table.from_batches([rows])
+        if self._row_bytes is None:
+            self._row_bytes = _row_bytes(table)
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        if self._pending_rows >= self.chunk_rows:
+            self._flush(final=False)
+
+    def close(self) -> list[dict[str, Any]]:
+        """Write what is buffered, close the open file; the descriptions of every file written."""
+        self._flush(final=True)
+        if self._file is not None:
+            self._written.append(self._file.close())
+            self._file = None
+        return self._written
+
+    def _flush(self, *, final: bool) -> None:
+        """Write the buffered rows chunk by chunk (a partial last chunk only when ``final``), rolling files."""
+        if not self._pending_rows:
+            return
+        data = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        chunk_rows = self.chunk_rows
+        offset = 0
+        while data.num_rows - offset >= chunk_rows or (final and offset < data.num_rows):
             chunk = data.slice(offset, chunk_rows)
-            writer.write_table(chunk, row_group_size=chunk.num_rows)
+            if self._file is None:
+                ndv = self._bloom_ndv or max(chunk_rows, self._target_bytes // (self._row_bytes or 1))
+                self._file = _OpenFile(self._target, self._schema, _writer_options(self._target, data, ndv))
+            self._file.write(chunk)
             offset += chunk.num_rows
-            if stream.tell() >= target_bytes:
-                break
-        writer.close()
-        metadata = writer.writer.metadata
-    finally:
-        stream.close()
-    statistics = data_file_statistics_from_parquet_metadata(
-        parquet_metadata=metadata,
-        stats_columns=compute_statistics_plan(target.schema, target.properties),
-        parquet_column_mapping=parquet_path_to_id_mapping(target.schema),
-    )
-    description = describe_file(
-        content=target.content,
-        file_path=path,
-        file_size_in_bytes=len(target.io.new_input(path)),
-        spec_id=target.spec_id,
-        partition_values=list(target.partition_values),
-        statistics=statistics.to_serialized_dict(),
-        equality_ids=list(target.equality_ids) if target.equality_ids else None,
-        sort_order_id=target.sort_order_id,
-        referenced_data_file=target.referenced_data_file,
-    )
-    return description, offset
+            if self._file.position >= self._target_bytes:
+                self._written.append(self._file.close())
+                self._file = None
+        rest = data.slice(offset)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
 
 
-def _writer_options(target: FileTarget, data: pa.Table) -> dict[str, Any]:
+class _OpenFile:
+    """One Parquet file being written; ``close`` returns its description with column metrics."""
+
+    def __init__(self, target: FileTarget, schema: pa.Schema, options: dict[str, Any]) -> None:
+        self._target = target
+        self.path = target.new_path()
+        self._stream = target.io.new_output(self.path).create(overwrite=False)
+        try:
+            self._writer = pq.ParquetWriter(self._stream, schema, **options)
+        except BaseException:
+            self._stream.close()
+            raise
+
+    @property
+    def position(self) -> int:
+        """Bytes written to the file so far."""
+        return self._stream.tell()
+
+    def write(self, chunk: pa.Table) -> None:
+        """Write ``chunk`` as one row group."""
+        try:
+            self._writer.write_table(chunk, row_group_size=chunk.num_rows)
+        except BaseException:
+            self._stream.close()
+            raise
+
+    def close(self) -> dict[str, Any]:
+        """Finish the file and describe it (module doc, step 3)."""
+        try:
+            self._writer.close()
+            metadata = self._writer.writer.metadata
+        finally:
+            self._stream.close()
+        target = self._target
+        statistics = data_file_statistics_from_parquet_metadata(
+            parquet_metadata=metadata,
+            stats_columns=compute_statistics_plan(target.schema, target.properties),
+            parquet_column_mapping=parquet_path_to_id_mapping(target.schema),
+        )
+        return describe_file(
+            content=target.content,
+            file_path=self.path,
+            file_size_in_bytes=len(target.io.new_input(self.path)),
+            spec_id=target.spec_id,
+            partition_values=list(target.partition_values),
+            statistics=statistics.to_serialized_dict(),
+            equality_ids=list(target.equality_ids) if target.equality_ids else None,
+            sort_order_id=target.sort_order_id,
+            referenced_data_file=target.referenced_data_file,
+        )
+
+
+def _row_bytes(data: pa.Table) -> int:
+    """The in-memory width of one row of ``data`` (at least 1)."""
+    return max(1, data.nbytes // max(1, data.num_rows))
+
+
+def _writer_options(target: FileTarget, data: pa.Table, bloom_ndv: int) -> dict[str, Any]:
     """pyarrow ParquetWriter options from the table properties (codec, level, pages, page index, bloom filters)."""
     properties = target.properties
     codec = properties.get(TableProperties.PARQUET_COMPRESSION, DEFAULT_CODEC)
@@ -127,7 +213,7 @@ def _writer_options(target: FileTarget, data: pa.Table) -> dict[str, Any]:
         "store_decimal_as_integer": True,
     }
     bloom_columns = {
-        key.removeprefix(BLOOM_FILTER_PREFIX): {"ndv": max(1, data.num_rows), "fpp": 0.01}
+        key.removeprefix(BLOOM_FILTER_PREFIX): {"ndv": max(1, bloom_ndv), "fpp": 0.01}
         for key, value in properties.items()
         if key.startswith(BLOOM_FILTER_PREFIX) and str(value).lower() == "true"
     }

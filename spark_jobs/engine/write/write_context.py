@@ -1,7 +1,9 @@
 """What executors need to write files for one job (picklable), and the per-task entry points they call.
 
 The driver builds one ``WriteContext`` from the loaded table; each executor task calls ``write_data`` (rows to data
-files, split by partition and sorted), ``write_position_delete_rows`` or ``write_equality_delete_rows`` (one
+files, split by partition and sorted) or ``write_data_stream`` (the same from batches as they are read: streamed
+through one rolling writer per partition when the table is unsorted, gathered first when a sort order needs every
+row), ``write_position_delete_rows`` or ``write_equality_delete_rows`` (one
 partition's delete rows) and returns the plain dicts describing the files it wrote. File names carry the job's
 write id and the task's tag, so every file a job wrote can be found (and deleted) by name.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -25,7 +28,7 @@ from pyiceberg.typedef import Record
 
 from spark_jobs.engine.write.arrow_schema import conform_to_schema
 from spark_jobs.engine.write.delete_files import write_equality_deletes, write_position_deletes
-from spark_jobs.engine.write.parquet_files import FileTarget, write_files
+from spark_jobs.engine.write.parquet_files import FileTarget, RollingParquetWriter, write_files
 from spark_jobs.engine.write.partitioning import split_by_partition
 from spark_jobs.engine.write.sorting import sort_by_order
 
@@ -121,6 +124,33 @@ def write_data(rows: pa.Table, context: WriteContext, task_tag: str) -> list[dic
         target = context.target(spec.spec_id, partition_values, f"{task_tag}-p{index}", "data")
         written.extend(write_files(ordered, target))
     return written
+
+
+def write_data_stream(
+    batches: Iterable[pa.RecordBatch], context: WriteContext, task_tag: str, schema: pa.Schema
+) -> list[dict[str, Any]]:
+    """Write ``batches`` (of Arrow ``schema``) as ``write_data`` does, holding at most a row group per partition.
+
+    A sorted table needs all of a task's rows before the first is written, so its batches are gathered and handed
+    to ``write_data``; an unsorted table's batches are split by partition and streamed to one rolling writer per
+    partition (files named by the order partitions first appear).
+    """
+    if context.sort_order is not None:
+        return write_data(pa.Table.from_batches(list(batches), schema=schema), context, task_tag)
+    spec = context.spec()
+    writers: dict[tuple[Any, ...], RollingParquetWriter] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        conformed = conform_to_schema(pa.Table.from_batches([batch]), context.schema)
+        for partition_values, partition_rows in split_by_partition(conformed, context.schema, spec):
+            writer = writers.get(partition_values)
+            if writer is None:
+                tag = f"{task_tag}-p{len(writers)}"
+                target = context.target(spec.spec_id, partition_values, tag, "data")
+                writer = writers[partition_values] = RollingParquetWriter(target, conformed.schema)
+            writer.write(partition_rows)
+    return [item for writer in writers.values() for item in writer.close()]
 
 
 def write_position_delete_rows(

@@ -103,3 +103,25 @@ def test_when_every_batch_fails_the_rewrite_fails(spark, events, monkeypatch):
     after = events.catalog.load_table(events.name())
     assert after.metadata_location != before_location  # the delete, and nothing after it
     assert after.current_snapshot().summary.operation.value == "delete"
+
+
+@pytest.mark.parametrize(("max_concurrent", "jobs"), [(1, 2), (2, 1)])
+def test_at_most_max_concurrent_groups_are_rewritten_in_one_spark_job(spark, events, max_concurrent, jobs):
+    plan = _plan(events, max_concurrent_file_group_rewrites=max_concurrent)
+    tasks_per_group = [group.expected_output_files for group in plan.groups]
+    assert len(plan.groups) == 2 and tasks_per_group == [1, 1]
+    context = spark.sparkContext
+    job_group = f"rewrite-waves-{max_concurrent}"
+    context.setJobGroup(job_group, "rewrite waves test")
+    try:
+        outcome = run_rewrite(spark, events, plan)
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    tracker = context.statusTracker()
+    job_ids = tracker.getJobIdsForGroup(job_group)
+    assert len(job_ids) == jobs == outcome.waves
+    # Each job ran the tasks of at most max_concurrent groups (one task per group here).
+    for job_id in job_ids:
+        stages = [tracker.getStageInfo(stage_id) for stage_id in tracker.getJobInfo(job_id).stageIds]
+        assert sum(stage.numTasks for stage in stages if stage is not None) <= max_concurrent
+    assert outcome.rows_written == 240 and outcome.committed_groups == [1, 2]

@@ -13,7 +13,7 @@ from pyiceberg.table.sorting import SortDirection, SortField, SortOrder
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from spark_jobs.engine.write.write_context import WriteContext, write_data
+from spark_jobs.engine.write.write_context import WriteContext, write_data, write_data_stream
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),
@@ -80,3 +80,63 @@ def test_rows_are_split_by_partition_and_sorted_by_the_sort_order(sql_catalog) -
     assert pq.read_table(_local(by_partition[("a",)]["file_path"])).column("id").to_pylist() == [9, 7, 5, None]
     assert pq.read_table(_local(by_partition[("b",)]["file_path"])).column("id").to_pylist() == [3, 1]
     assert by_partition[("a",)]["sort_order_id"] == table.sort_order().order_id
+
+
+def _by_partition(written) -> dict[tuple, dict]:
+    """Per partition: its files' ids in file order, rows, null counts, lower and upper bounds of ``id``."""
+    result: dict[tuple, dict] = {}
+    for item in written:
+        entry = result.setdefault(
+            tuple(item["partition_values"]), {"ids": [], "rows": 0, "nulls": 0, "lower": [], "upper": []}
+        )
+        entry["ids"] += pq.read_table(_local(item["file_path"])).column("id").to_pylist()
+        entry["rows"] += item["record_count"]
+        entry["nulls"] += item["null_value_counts"][1]
+        entry["lower"].append(from_bytes(LongType(), item["lower_bounds"][1]))
+        entry["upper"].append(from_bytes(LongType(), item["upper_bounds"][1]))
+    return {key: {**entry, "lower": min(entry["lower"]), "upper": max(entry["upper"])} for key, entry in result.items()}
+
+
+def _partitioned_rows(count: int) -> pa.Table:
+    ids = [None if i % 101 == 0 else (i * 7919) % count for i in range(count)]
+    return pa.table({"id": pa.array(ids, pa.int64()), "name": ["ab"[i % 3 == 0] for i in range(count)]})
+
+
+def test_a_stream_of_batches_is_written_as_it_comes_with_the_same_rows_and_metrics(sql_catalog) -> None:
+    spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="name"))
+    table = _table(
+        sql_catalog, {"write.target-file-size-bytes": "20000", "write.parquet.row-group-limit": "2000"}, spec=spec
+    )
+    rows = _partitioned_rows(30_000)
+    data_dir = _local(table.metadata.location) + "/data"
+    files_seen_before_the_last_batch = []
+
+    def batches():
+        pieces = rows.to_batches(max_chunksize=500)
+        for index, batch in enumerate(pieces):
+            if index == len(pieces) - 1:
+                files_seen_before_the_last_batch.extend(
+                    name for _root, _dirs, names in os.walk(data_dir) for name in names
+                )
+            yield batch
+
+    streamed = write_data_stream(batches(), WriteContext.for_table(table), "streamed", rows.schema)
+    # Files were written (and most rolled) while batches were still coming: nothing waited for the whole input.
+    assert len(files_seen_before_the_last_batch) >= len(streamed) - 2 > 2
+    whole = write_data(rows, WriteContext.for_table(table), "whole")
+    assert _by_partition(streamed) == _by_partition(whole)
+    assert set(_by_partition(streamed)) == {("a",), ("b",)}
+    assert all(item["file_size_in_bytes"] < 20000 * 3 for item in streamed)
+
+
+def test_a_stream_into_a_sorted_table_is_sorted_as_a_whole(sql_catalog) -> None:
+    order = SortOrder(SortField(source_id=1, transform=IdentityTransform(), direction=SortDirection.DESC))
+    table = _table(sql_catalog, {}, sort_order=order)
+    rows = _partitioned_rows(3_000)
+    streamed = write_data_stream(
+        iter(rows.to_batches(max_chunksize=100)), WriteContext.for_table(table), "streamed", rows.schema
+    )
+    whole = write_data(rows, WriteContext.for_table(table), "whole")
+    assert _by_partition(streamed) == _by_partition(whole)
+    ids = _by_partition(streamed)[()]["ids"]
+    assert len(streamed) == 1 and ids[: ids.index(None)] == sorted((i for i in ids if i is not None), reverse=True)
