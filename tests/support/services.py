@@ -59,13 +59,14 @@ class ManagedProcess:
     name: str
     process: subprocess.Popen[bytes]
     log_path: Path
+    stop_signal: int = signal.SIGTERM
 
     def stop(self, timeout: float = 20.0) -> None:
-        """Stop the process group: SIGTERM, then SIGKILL after ``timeout`` seconds."""
+        """Stop the process group: ``stop_signal``, then SIGKILL after ``timeout`` seconds."""
         if self.process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
+            os.killpg(self.process.pid, self.stop_signal)
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -75,11 +76,17 @@ class ManagedProcess:
 
 
 def _start(
-    name: str, argv: list[str], log_path: Path, *, env: dict[str, str] | None = None, user: str | None = None
+    name: str,
+    argv: list[str],
+    log_path: Path,
+    *,
+    env: dict[str, str] | None = None,
+    user: str | None = None,
+    stop_signal: int = signal.SIGTERM,
 ) -> ManagedProcess:
     log = log_path.open("ab")
     process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, user=user, start_new_session=True)
-    managed = ManagedProcess(name, process, log_path)
+    managed = ManagedProcess(name, process, log_path, stop_signal)
     atexit.register(managed.stop)
     return managed
 
@@ -193,7 +200,8 @@ def start_postgres(timeout: float = 60.0) -> PostgresServer:
         "-c",
         "full_page_writes=off",
     ]
-    managed = _start("postgres", argv, log_path, user=run_as)
+    # SIGINT is PostgreSQL's fast shutdown: it ends open sessions (pooled catalog connections) instead of waiting.
+    managed = _start("postgres", argv, log_path, user=run_as, stop_signal=signal.SIGINT)
     _wait_until("PostgreSQL", lambda: _port_open(port), managed, timeout)
     server = PostgresServer(port=port, base_dir=base_dir, managed=managed)
     # The port opens slightly before the server accepts sessions: retry a first connection.
