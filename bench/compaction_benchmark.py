@@ -15,8 +15,9 @@ Contenders, timed end to end (planning, reading, writing, committing):
   our reader's ``to_arrow()`` with them, since pyiceberg cannot apply them) and pyiceberg's ``overwrite`` of the
   result (a copy-on-write rewrite of every file, no sequence number kept).
 
-Each run checks that the rows (sorted by id) are unchanged. Results go to ``bench/results/compaction_<date>.json``
-and a Markdown table next to it.
+Each run checks that the rows (sorted by id) are unchanged and records their checksum (``run_info.rows_checksum``)
+before and after each rewrite, with the load average at the start and end. Results go to
+``bench/results/compaction_<date>.json`` (or ``--results-name``) and a Markdown table next to it.
 
     .venv/bin/python bench/compaction_benchmark.py [--files 2000] [--rows-per-file 100] [--delete-table-rows 5000000]
 """
@@ -43,6 +44,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 sys.path.insert(0, str(BENCH_DIR))
 from bench_env import configure_catalog as configure_bench_catalog  # noqa: E402
+from run_info import engine_commit, load_average, rows_checksum  # noqa: E402
 
 CATALOG_NAME = "benchcompact"  # pyiceberg reads "_" in env names as "-"
 
@@ -180,6 +182,8 @@ def benchmark_case(spark, catalog, name: str, batches: list[pa.Table], *, delete
         if deletes:
             results["deleted_rows"] = add_deletes(table, deletes, np.random.default_rng(seed))
         before = current_rows(table)
+        results.setdefault("rows_before", before.num_rows)
+        results.setdefault("checksum_before", rows_checksum(before))
         sizes = live_files(table)
         results.setdefault("input_files", len(sizes))
         results.setdefault("input_bytes", sum(sizes))
@@ -193,6 +197,7 @@ def benchmark_case(spark, catalog, name: str, batches: list[pa.Table], *, delete
             "output_files": len(output),
             "output_bytes": sum(output),
             "rows": after.num_rows,
+            "checksum": rows_checksum(after),
         }
         print(json.dumps({name: {contender: results[contender]}}), flush=True)
     results["naive_over_ours"] = round(results["naive"]["seconds"] / results["ours"]["seconds"], 2)
@@ -202,15 +207,17 @@ def benchmark_case(spark, catalog, name: str, batches: list[pa.Table], *, delete
 def markdown(report: dict[str, Any]) -> str:
     """The results as a Markdown table."""
     lines = [
-        "| case | input files | input MB | rows | ours s (plan/rewrite/commit) | ours files | naive s | naive files |",
-        "|---|---|---|---|---|---|---|---|",
+        "| case | input files | input MB | rows | ours s (plan/rewrite/commit) | ours files | naive s | naive files | "
+        "naive/ours (time) | checksum before = ours = naive |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for case in report["cases"]:
         ours, naive, phases = case["ours"], case["naive"], case["ours"]["phases"]
         lines.append(
             f"| {case['case']} | {case['input_files']} | {case['input_bytes'] / 1e6:.1f} | {ours['rows']} | "
             f"{ours['seconds']} ({phases['plan']}/{phases['rewrite']}/{phases['commit']}) | {ours['output_files']} | "
-            f"{naive['seconds']} | {naive['output_files']} |"
+            f"{naive['seconds']} | {naive['output_files']} | {case['naive_over_ours']}x | "
+            f"{case['checksum_before']} = {ours['checksum']} = {naive['checksum']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -223,7 +230,9 @@ def main() -> None:
     parser.add_argument("--delete-table-rows", type=int, default=5_000_000, help="0 skips the deletes case")
     parser.add_argument("--data-dir", type=Path, help="default: a temp dir, removed afterwards")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--results-name", help="file name stem in bench/results (default: compaction_<date>)")
     args = parser.parse_args()
+    load_at_start, commit_at_start = load_average(), engine_commit()
     data_dir = (args.data_dir or Path(tempfile.mkdtemp(prefix="compaction-bench-"))).resolve()
     (data_dir / "warehouse").mkdir(parents=True, exist_ok=True)
     configure_catalog(data_dir)
@@ -251,12 +260,19 @@ def main() -> None:
     spark.stop()
     report = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="minutes"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "spark": "local[2]"},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "loadavg_start": load_at_start,
+            "loadavg_end": load_average(),
+            "python": platform.python_version(),
+            "spark": "local[2]",
+        },
+        "engine_commit": {"start": commit_at_start, "end": engine_commit()},
         "arguments": {k: str(v) for k, v in vars(args).items()},
         "cases": cases,
     }
     results_dir = BENCH_DIR / "results"
-    stem = f"compaction_{dt.date.today().isoformat()}"
+    stem = args.results_name or f"compaction_{dt.date.today().isoformat()}"
     (results_dir / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
     (results_dir / f"{stem}.md").write_text(markdown(report))
     print(markdown(report))
