@@ -57,6 +57,11 @@ class BackgroundJob:
                 f"job {self.name} did not finish within {timeout:.0f}s\n{self.output_tail()}"
             ) from None
 
+    def require_running(self) -> str:
+        """The output tail while the job runs; an AssertionError once it has exited (a ``wait_for`` context)."""
+        assert self.running(), f"job {self.name} exited early with code {self.process.poll()}\n{self.output_tail()}"
+        return self.output_tail()
+
     def kill(self) -> None:
         """SIGKILL the job's whole process group (spark-submit's JVM and the Python driver) and reap it."""
         with contextlib.suppress(ProcessLookupError):
