@@ -22,6 +22,7 @@ from spark_jobs import maintain as maintain_job
 from spark_jobs.engine.read_session import open_read_session
 from tests.support.background_jobs import (
     BackgroundJob,
+    descendants,
     executor_pids,
     pid_alive,
     spark_submit_command,
@@ -92,6 +93,7 @@ def test_an_executor_killed_mid_write_is_replaced_and_each_row_lands_once(
         INGEST_PY, [*args, "--mode", "append"], master=spark_standalone.master_url, conf=conf
     )
     job = start_job("ingest", command, tmp_path / "logs")
+    python_workers: set[int] = set()
     try:
         wait_for(
             "the first data file", lambda: list(data_dir.glob("*.parquet")), timeout=240, context=job.require_running
@@ -99,14 +101,25 @@ def test_an_executor_killed_mid_write_is_replaced_and_each_row_lands_once(
         executors = executor_pids(worker_pid) - executors_before
         assert len(executors) == 1, f"expected one executor of the job under the worker, found {executors}"
         (executor,) = executors
+        python_workers = descendants(executor)  # the Python daemon and the worker writing the files
+        assert python_workers, f"executor {executor} has no Python worker while a data file is being written"
         files_at_kill = set(data_dir.glob("*.parquet"))
         os.kill(executor, signal.SIGKILL)
         wait_for(f"executor {executor} to die", lambda: not pid_alive(executor), timeout=30)
+        # The killed attempt's writers go with their executor (the daemon sees its stdin close and ends its workers).
+        wait_for(
+            f"the Python workers {sorted(python_workers)} of the killed executor to exit",
+            lambda: not any(pid_alive(pid) for pid in python_workers),
+            timeout=60,
+        )
         exit_code = job.wait(timeout=300)
         assert exit_code == 0, f"the ingest job failed after its executor was killed\n{job.output_tail()}"
     finally:
         if job.running():
             job.kill()
+        for pid in python_workers:
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
 
     result = _last_json_line(job)
     assert "Lost executor" in job.stderr(), f"Spark did not report the executor as lost\n{job.output_tail()}"
