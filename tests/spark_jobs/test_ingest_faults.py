@@ -77,7 +77,7 @@ def test_an_executor_killed_mid_write_is_replaced_and_each_row_lands_once(
         properties={"format-version": "2", "write.target-file-size-bytes": str(128 * 1024)},
     )
     data_dir = Path(table.metadata.location.removeprefix("file://")) / "data"
-    worker_pid = spark_standalone.processes[-1].process.pid
+    worker_pid = spark_standalone.worker_pid
     executors_before = executor_pids(worker_pid)
     conf = {
         # One executor with one core: the source's files are written one task after another.

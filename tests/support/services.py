@@ -250,6 +250,11 @@ class SparkStandalone:
     base_dir: Path
     processes: list[ManagedProcess] = field(default_factory=list)
 
+    @property
+    def worker_pid(self) -> int:
+        """PID of the worker JVM (the executors it launches are its children)."""
+        return self.processes[-1].process.pid
+
     def alive_workers(self) -> int:
         """How many workers the master reports ALIVE (from its JSON status page)."""
         try:
