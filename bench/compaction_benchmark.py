@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -44,7 +42,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 sys.path.insert(0, str(BENCH_DIR))
 from bench_env import configure_catalog as configure_bench_catalog  # noqa: E402
-from run_info import engine_commit, load_average, rows_checksum  # noqa: E402
+from run_info import RunStart, rows_checksum  # noqa: E402
 
 CATALOG_NAME = "benchcompact"  # pyiceberg reads "_" in env names as "-"
 
@@ -232,7 +230,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--results-name", help="file name stem in bench/results (default: compaction_<date>)")
     args = parser.parse_args()
-    load_at_start, commit_at_start = load_average(), engine_commit()
+    start = RunStart()
     data_dir = (args.data_dir or Path(tempfile.mkdtemp(prefix="compaction-bench-"))).resolve()
     (data_dir / "warehouse").mkdir(parents=True, exist_ok=True)
     configure_catalog(data_dir)
@@ -259,16 +257,7 @@ def main() -> None:
         cases.append(benchmark_case(spark, catalog, "deletes_2pct_each", big, deletes=0.02, seed=args.seed))
     spark.stop()
     report = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="minutes"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "loadavg_start": load_at_start,
-            "loadavg_end": load_average(),
-            "python": platform.python_version(),
-            "spark": "local[2]",
-        },
-        "engine_commit": {"start": commit_at_start, "end": engine_commit()},
-        "arguments": {k: str(v) for k, v in vars(args).items()},
+        **start.header(args),
         "cases": cases,
     }
     results_dir = BENCH_DIR / "results"

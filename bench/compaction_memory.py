@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -36,7 +35,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR.parent))
 sys.path.insert(0, str(BENCH_DIR))
 from compaction_benchmark import add_deletes, configure_catalog, create_table, rows  # noqa: E402
-from run_info import engine_commit, load_average, rows_checksum  # noqa: E402
+from run_info import RunStart, rows_checksum  # noqa: E402
 
 TABLE = "bench.memory_deletes"
 MODES = ("stream", "materialize")
@@ -126,7 +125,7 @@ def main() -> None:
     if args.mode:
         print(json.dumps(measure(args.mode)))
         return
-    load_at_start, commit_at_start = load_average(), engine_commit()
+    start = RunStart()
     build(data_dir, args.rows, args.seed)
     results = []
     for mode in MODES:
@@ -137,9 +136,7 @@ def main() -> None:
     if results[0]["checksum"] != results[1]["checksum"] or results[0]["rows"] != results[1]["rows"]:
         raise AssertionError("streamed and materialized rewrites wrote different rows")
     report = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="minutes"),
-        "machine": {"nproc": os.cpu_count(), "loadavg_start": load_at_start, "loadavg_end": load_average()},
-        "engine_commit": {"start": commit_at_start, "end": engine_commit()},
+        **start.header(args),
         "rows": args.rows,
         "modes": results,
     }

@@ -35,8 +35,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
-import platform
 import shutil
 import statistics
 import sys
@@ -53,7 +51,7 @@ sys.path.insert(0, str(BENCH_DIR.parent))
 sys.path.insert(0, str(BENCH_DIR))
 from bench_env import DEFAULT_DATA_DIR, configure_catalog  # noqa: E402
 from generate_read_tables import iceberg_schema, make_rows  # noqa: E402
-from run_info import engine_commit, load_average, rows_checksum  # noqa: E402
+from run_info import RunStart, rows_checksum  # noqa: E402
 
 CATALOG_NAME = "benchingest"
 NAMESPACE = "bench"
@@ -320,8 +318,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     """Generate the source, warm Spark, run the rounds, write the results."""
     args = parse_args(argv)
-    load_at_start = load_average()
-    commit_at_start = engine_commit()
+    start = RunStart()
     data_dir = (args.data_dir / "ingest").resolve()
     shutil.rmtree(data_dir, ignore_errors=True)
     (data_dir / "warehouse").mkdir(parents=True)
@@ -365,16 +362,7 @@ def main(argv: list[str] | None = None) -> None:
             )
     spark.stop()
     report = {
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="minutes"),
-        "machine": {
-            "nproc": os.cpu_count(),
-            "loadavg_start": load_at_start,
-            "loadavg_end": load_average(),
-            "python": platform.python_version(),
-            "spark": "local[2]",
-        },
-        "engine_commit": {"start": commit_at_start, "end": engine_commit()},
-        "arguments": {k: str(v) for k, v in vars(args).items()},
+        **start.header(args),
         "source": {
             "files": args.source_files,
             "bytes": sum(path.stat().st_size for path in source_dir.glob("*.parquet")),

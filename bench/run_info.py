@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import datetime as dt
 import hashlib
 import io
+import os
+import platform
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,3 +44,26 @@ def rows_checksum(rows: pa.Table) -> str:
     buffer = io.BytesIO()
     pq.write_table(rows, buffer, compression="none", row_group_size=1_000_000, write_statistics=False)
     return hashlib.sha256(buffer.getvalue()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """The machine load and engine commit when a run started (taken before any work)."""
+
+    loadavg: str = field(default_factory=load_average)
+    commit: str = field(default_factory=engine_commit)
+
+    def header(self, arguments: argparse.Namespace) -> dict[str, Any]:
+        """The report fields every benchmark writes first: date, machine, engine commit, arguments."""
+        return {
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="minutes"),
+            "machine": {
+                "nproc": os.cpu_count(),
+                "loadavg_start": self.loadavg,
+                "loadavg_end": load_average(),
+                "python": platform.python_version(),
+                "spark": "local[2]",
+            },
+            "engine_commit": {"start": self.commit, "end": engine_commit()},
+            "arguments": {key: str(value) for key, value in vars(arguments).items()},
+        }
