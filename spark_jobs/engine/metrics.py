@@ -33,7 +33,8 @@ class ScanMetrics:
     rows_pruned_by_page_index: int = 0
     rows_pruned_by_late_materialization: int = 0
     # I/O
-    bytes_read: int = 0
+    bytes_read: int = 0  # data files: footers, bloom filters, page indexes, column chunks
+    delete_bytes_read: int = 0  # delete files and deletion vector blobs, when loaded (once per process: cached)
     rows_read: int = 0
     # Deletes
     rows_deleted_by_position_deletes: int = 0

@@ -91,11 +91,13 @@ def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetr
     deleted_positions_kind = "position_deletes"
     equality_delete_sets: Sequence[Any] = ()
     if data_file.deletion_vector is not None or data_file.position_deletes:
-        deleted = load_deleted_positions(data_file, io=context.io)
+        deleted = load_deleted_positions(data_file, io=context.io, metrics=metrics)
         if deleted.count and deleted.kind is not None:
             deleted_positions, deleted_positions_kind = deleted.positions, deleted.kind
     if data_file.equality_deletes:
-        equality_delete_sets = load_equality_deletes(data_file, io=context.io, field_types=context.field_types)
+        equality_delete_sets = load_equality_deletes(
+            data_file, io=context.io, field_types=context.field_types, metrics=metrics
+        )
     yield from read_data_file(
         data_file,
         io=context.io,

@@ -23,10 +23,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 
+from spark_jobs.engine.deletes.bytes_read import compressed_bytes_of_columns, footer_bytes
 from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
 from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
 from spark_jobs.engine.deletes.parquet_field_ids import field_id_paths
 from spark_jobs.engine.errors import CorruptFileError, EngineError
+from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.tasks import DataFileSlice, DeletionVector, PositionDeleteFile
 
 FILE_PATH_FIELD_ID = 2147483546
@@ -64,21 +66,30 @@ NO_DELETED_POSITIONS = DeletedPositions(_read_only(np.empty(0, dtype=np.int64)),
 
 
 def load_deleted_positions(
-    data_file: DataFileSlice, *, io: FileIO, cache: DeleteFileCache | None = None
+    data_file: DataFileSlice,
+    *,
+    io: FileIO,
+    cache: DeleteFileCache | None = None,
+    metrics: ScanMetrics | None = None,
 ) -> DeletedPositions:
-    """The positions of ``data_file.path`` deleted by its deletion vector, or else by its position delete files."""
+    """The positions of ``data_file.path`` deleted by its deletion vector, or else by its position delete files.
+
+    Bytes read from storage (not from the cache) are added to ``metrics.delete_bytes_read``.
+    """
     cache = cache if cache is not None else delete_file_cache()
+    metrics = metrics if metrics is not None else ScanMetrics()
     dv = data_file.deletion_vector
     if dv is not None:
         if dv.referenced_data_file != data_file.path:
             raise EngineError(
                 f"deletion vector in {dv.path} references {dv.referenced_data_file}, not the data file {data_file.path}"
             )
-        return DeletedPositions(_cached_deletion_vector(dv, io, cache), "deletion_vectors")
+        return DeletedPositions(_cached_deletion_vector(dv, io, cache, metrics), "deletion_vectors")
     if not data_file.position_deletes:
         return NO_DELETED_POSITIONS
     parts = [
-        _positions_in_delete_file(data_file.path, delete_file, io, cache) for delete_file in data_file.position_deletes
+        _positions_in_delete_file(data_file.path, delete_file, io, cache, metrics)
+        for delete_file in data_file.position_deletes
     ]
     return DeletedPositions(_read_only(_sorted_unique(np.concatenate(parts))), "position_deletes")
 
@@ -91,11 +102,12 @@ def _sorted_unique(positions: np.ndarray) -> np.ndarray:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
-def _cached_deletion_vector(dv: DeletionVector, io: FileIO, cache: DeleteFileCache) -> np.ndarray:
+def _cached_deletion_vector(dv: DeletionVector, io: FileIO, cache: DeleteFileCache, metrics: ScanMetrics) -> np.ndarray:
     """A deletion vector's positions, read once per process (a split data file asks once per split)."""
 
     def load() -> tuple[np.ndarray, int]:
         positions = _read_only(read_deletion_vector(dv, io=io))
+        metrics.delete_bytes_read += dv.content_size_in_bytes
         return positions, positions.nbytes + _ENTRY_OVERHEAD_BYTES
 
     return cache.get_or_load(("deletion_vector", dv.path, dv.content_offset, dv.content_size_in_bytes), load)
@@ -122,15 +134,17 @@ class _PositionDeleteFooter:
 
 
 def _positions_in_delete_file(
-    data_file_path: str, delete_file: PositionDeleteFile, io: FileIO, cache: DeleteFileCache
+    data_file_path: str, delete_file: PositionDeleteFile, io: FileIO, cache: DeleteFileCache, metrics: ScanMetrics
 ) -> np.ndarray:
     """This data file's positions in one position delete file, unsorted, reading only row groups that may hold it."""
-    footer = cache.get_or_load(("position_delete_footer", delete_file.path), lambda: _load_footer(delete_file, io))
+    footer = cache.get_or_load(
+        ("position_delete_footer", delete_file.path), lambda: _load_footer(delete_file, io, metrics)
+    )
     parts = []
     for row_group in footer.row_groups_that_may_hold(data_file_path):
         positions_by_path = cache.get_or_load(
             ("position_delete_row_group", delete_file.path, row_group),
-            lambda row_group=row_group: _load_row_group(delete_file, footer, row_group, io),
+            lambda row_group=row_group: _load_row_group(delete_file, footer, row_group, io, metrics),
         )
         found = positions_by_path.get(data_file_path)
         if found is not None:
@@ -138,7 +152,9 @@ def _positions_in_delete_file(
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
 
-def _load_footer(delete_file: PositionDeleteFile, io: FileIO) -> tuple[_PositionDeleteFooter, int]:
+def _load_footer(
+    delete_file: PositionDeleteFile, io: FileIO, metrics: ScanMetrics
+) -> tuple[_PositionDeleteFooter, int]:
     """Read a position delete file's footer and locate its file_path and pos columns by field id."""
     with io.new_input(delete_file.path).open(seekable=True) as stream:
         parquet_file = pq.ParquetFile(stream)
@@ -150,6 +166,7 @@ def _load_footer(delete_file: PositionDeleteFile, io: FileIO) -> tuple[_Position
     leaf_index = _leaf_index(delete_file.path, metadata, file_path_column)
     bounds = tuple(_file_path_bounds(metadata.row_group(i).column(leaf_index)) for i in range(metadata.num_row_groups))
     footer = _PositionDeleteFooter(metadata, file_path_column, pos_column, bounds)
+    metrics.delete_bytes_read += footer_bytes(metadata)
     weight = metadata.serialized_size + sum(len(b[0]) + len(b[1]) for b in bounds if b) + _ENTRY_OVERHEAD_BYTES
     return footer, weight
 
@@ -189,7 +206,7 @@ def _as_bytes(value: str | bytes) -> bytes:
 
 
 def _load_row_group(
-    delete_file: PositionDeleteFile, footer: _PositionDeleteFooter, row_group: int, io: FileIO
+    delete_file: PositionDeleteFile, footer: _PositionDeleteFooter, row_group: int, io: FileIO, metrics: ScanMetrics
 ) -> tuple[dict[str, np.ndarray], int]:
     """Read one row group's file_path and pos columns and group the positions by data file path."""
     with io.new_input(delete_file.path).open(seekable=True) as stream:
@@ -199,6 +216,9 @@ def _load_row_group(
             stream, metadata=footer.metadata, read_dictionary=[footer.file_path_column], pre_buffer=True
         )
         table = parquet_file.read_row_group(row_group, columns=[footer.file_path_column, footer.pos_column])
+    metrics.delete_bytes_read += compressed_bytes_of_columns(
+        footer.metadata, [row_group], {footer.file_path_column, footer.pos_column}
+    )
     table = table.unify_dictionaries()
     file_paths = table.column(footer.file_path_column)
     positions = table.column(footer.pos_column)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import struct
@@ -442,3 +443,29 @@ def test_integer_key_lookups_agree_with_arrow_for_both_structures(keys: list[int
     int32_data = pa.array([3, None, 8, -2], pa.int32())
     if max(abs(k) for k in present) < 2**31:
         assert list(delete_set.keep_mask({1: int32_data}, 4)) == [False, False, True, False]
+
+
+def test_bytes_read_from_storage_are_counted_once_then_served_from_the_cache(
+    tmp_path: Path, io, cache: DeleteFileCache
+) -> None:
+    from spark_jobs.engine.metrics import ScanMetrics
+
+    delete_file = write_equality_delete_file(
+        tmp_path / "eq.parquet",
+        {("id", 1): pa.array([3, 5, 9], pa.int64()), ("note", 2): pa.array(["x" * 50] * 3)},
+    )
+    delete_file = dataclasses.replace(delete_file, equality_ids=(1,))
+    metadata = pq.read_metadata(tmp_path / "eq.parquet")
+    id_chunk = metadata.row_group(0).column(0).total_compressed_size
+    metrics = ScanMetrics()
+
+    for _ in range(2):
+        load_equality_deletes(
+            data_file_slice(DATA, equality_deletes=(delete_file,)),
+            io=io,
+            field_types={1: LongType()},
+            cache=cache,
+            metrics=metrics,
+        )
+        # Only the key column and the footer are read, and only the first time.
+        assert metrics.delete_bytes_read == metadata.serialized_size + 8 + id_chunk

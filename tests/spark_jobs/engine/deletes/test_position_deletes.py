@@ -266,3 +266,27 @@ def test_file_without_any_field_ids_is_read_by_the_spec_column_names(
     deleted = load_deleted_positions(data_file_slice(DATA_A, position_deletes=(delete_file,)), io=io, cache=cache)
 
     assert deleted.positions.tolist() == [2, 6]
+
+
+def test_bytes_read_from_storage_are_counted_once_then_served_from_the_cache(
+    tmp_path: Path, io, cache: DeleteFileCache
+) -> None:
+    from spark_jobs.engine.metrics import ScanMetrics
+
+    delete_file = write_position_delete_file(tmp_path / "pos.parquet", [(DATA_A, 1), (DATA_A, 2), (DATA_B, 3)])
+    (dv,) = write_puffin_file(tmp_path / "dv.puffin", [(DATA_C, [7, 9])])
+    metadata = pq.read_metadata(tmp_path / "pos.parquet")
+    columns = metadata.row_group(0)
+    expected = metadata.serialized_size + 8 + sum(columns.column(i).total_compressed_size for i in range(2))
+    metrics = ScanMetrics()
+
+    load_deleted_positions(
+        data_file_slice(DATA_A, position_deletes=(delete_file,)), io=io, cache=cache, metrics=metrics
+    )
+    assert metrics.delete_bytes_read == expected
+    load_deleted_positions(
+        data_file_slice(DATA_B, position_deletes=(delete_file,)), io=io, cache=cache, metrics=metrics
+    )
+    assert metrics.delete_bytes_read == expected
+    load_deleted_positions(data_file_slice(DATA_C, deletion_vector=dv), io=io, cache=cache, metrics=metrics)
+    assert metrics.delete_bytes_read == expected + dv.content_size_in_bytes
