@@ -74,9 +74,14 @@ def open_read_session(
     as_of: int | str | None = None,
     case_sensitive: bool = True,
     split_size: int | None = None,
+    parallelism: int | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> ReadSession:
-    """Plan a read of ``table`` (``ns.table``, or a loaded Table) through ``catalog`` (a name or a Catalog)."""
+    """Plan a read of ``table`` (``ns.table``, or a loaded Table) through ``catalog`` (a name or a Catalog).
+
+    ``parallelism`` is the number of slots that will run the tasks (Spark's); the split size adapts to it unless
+    ``split_size`` is given (``planning.splitting``).
+    """
     started = time.perf_counter()
     if isinstance(table, Table):
         iceberg_table = table
@@ -94,6 +99,7 @@ def open_read_session(
         row_filter=row_filter,
         case_sensitive=case_sensitive,
         split_size=split_size,
+        parallelism=parallelism,
         metrics=metrics,
     )
     read_schema = build_read_schema(iceberg_table, target.schema, output_fields, plan)

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
@@ -30,7 +30,14 @@ from spark_jobs.engine.errors import InvalidFilterError
 from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import DeleteFileIndex
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
-from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
+from spark_jobs.engine.planning.splitting import (
+    SplitSettings,
+    adaptive_split_size_enabled,
+    adjust_split_size,
+    pack_slices,
+    slice_size_bytes,
+    split_data_file,
+)
 from spark_jobs.engine.snapshots import schema_for_snapshot
 from spark_jobs.engine.tasks import DataFileSlice, ScanTask
 
@@ -58,13 +65,15 @@ def plan_scan(
     split_size: int | None = None,
     open_file_cost: int | None = None,
     lookback: int | None = None,
+    parallelism: int | None = None,
     metrics: ScanMetrics | None = None,
 ) -> ScanPlan:
     """Plan the scan of ``snapshot`` (None: an empty table) read with ``schema``.
 
     ``schema`` defaults to ``schema_for_snapshot(table, snapshot)``; pass ``snapshots.resolve_read_target(...)``'s
     schema to read as Iceberg Java does for current-state and branch reads. ``split_size``, ``open_file_cost`` and
-    ``lookback`` override the table's read.split.* properties.
+    ``lookback`` override the table's read.split.* properties. With ``parallelism`` (the reader's slots) and no
+    ``split_size``, the split size adapts to it as Iceberg Java's Spark scans do (``splitting`` module doc).
     """
     read_schema = schema if schema is not None else schema_for_snapshot(table, snapshot)
     unbound_filter, bound_filter = bind_row_filter(table, read_schema, row_filter, case_sensitive)
@@ -82,6 +91,9 @@ def plan_scan(
             case_sensitive=case_sensitive,
             metrics=scan_metrics,
         )
+        if parallelism is not None and split_size is None and adaptive_split_size_enabled(table.properties):
+            scan_size = sum(slice_size_bytes(data_file) for data_file in slices)
+            settings = replace(settings, split_size=adjust_split_size(scan_size, parallelism, settings.split_size))
         split_slices = [piece for data_file in slices for piece in split_data_file(data_file, settings.split_size)]
         tasks = pack_slices(split_slices, settings)
     scan_metrics.tasks += len(tasks)

@@ -17,6 +17,12 @@ Packing (Java: ``TableScanUtil.planTasks`` with ``BinPacking.PackingIterable``, 
    size), or opens a new bin.
 3. When more than ``lookback`` bins are open, the heaviest one (the first of equals) is closed and becomes a task.
 4. When the slices run out, the remaining bins become tasks in the order they were opened.
+
+Adaptive split size (Java: ``SparkScan.adjustSplitSize`` with ``TableScanUtil.adjustSplitSize``): when the reader
+knows its parallelism (the task slots that will run the scan), no split size was asked for and the table's
+``read.split.adaptive-size.enabled`` is not false, a scan whose size (data files plus their delete files) would give
+fewer splits than slots uses ``max(scan size / parallelism, min(16 MiB, split size))`` instead, so that every slot
+gets a share of the work rather than one task doing most of it.
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from spark_jobs.engine.tasks import DataFileSlice, ScanTask
 SPLIT_SIZE_PROPERTY = "read.split.target-size"
 OPEN_FILE_COST_PROPERTY = "read.split.open-file-cost"
 LOOKBACK_PROPERTY = "read.split.planning-lookback"
+ADAPTIVE_SPLIT_SIZE_PROPERTY = "read.split.adaptive-size.enabled"
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
 DEFAULT_LOOKBACK = 10
+MIN_ADAPTIVE_SPLIT_SIZE = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,24 @@ class SplitSettings:
         )
 
 
+def adaptive_split_size_enabled(properties: Mapping[str, str]) -> bool:
+    """The table's ``read.split.adaptive-size.enabled`` (default true); anything but true/false is an error."""
+    raw = properties.get(ADAPTIVE_SPLIT_SIZE_PROPERTY, "true").strip().lower()
+    if raw not in {"true", "false"}:
+        raise UserInputError(f"table property {ADAPTIVE_SPLIT_SIZE_PROPERTY} must be true or false, got {raw!r}")
+    return raw == "true"
+
+
+def adjust_split_size(scan_size: int, parallelism: int, split_size: int) -> int:
+    """The split size to use for ``parallelism`` slots: unchanged when it already gives a split per slot."""
+    if parallelism <= 0:
+        raise UserInputError(f"read parallelism must be positive, got {parallelism}")
+    split_count = -(-scan_size // split_size)
+    if split_count >= parallelism:
+        return split_size
+    return max(scan_size // parallelism, min(MIN_ADAPTIVE_SPLIT_SIZE, split_size))
+
+
 def split_data_file(data_file: DataFileSlice, split_size: int) -> list[DataFileSlice]:
     """Slices of a whole data file on row-group boundaries, each up to ``split_size`` bytes of row groups."""
     file_size = data_file.file_size_in_bytes
@@ -103,12 +129,23 @@ def usable_split_offsets(split_offsets: Sequence[int] | None, file_size: int) ->
     return tuple(split_offsets)
 
 
-def slice_weight(data_file_slice: DataFileSlice, open_file_cost: int) -> int:
-    """The packer's weight of a slice: its bytes plus its deletes' bytes, at least one open-file cost per file."""
+def _delete_sizes(data_file_slice: DataFileSlice) -> list[int]:
+    """Bytes of each delete file applying to the slice (a deletion vector counts its blob only)."""
     delete_sizes = [delete_file.file_size_in_bytes for delete_file in data_file_slice.position_deletes]
     delete_sizes += [delete_file.file_size_in_bytes for delete_file in data_file_slice.equality_deletes]
     if data_file_slice.deletion_vector is not None:
         delete_sizes.append(data_file_slice.deletion_vector.content_size_in_bytes)
+    return delete_sizes
+
+
+def slice_size_bytes(data_file_slice: DataFileSlice) -> int:
+    """A slice's bytes plus its delete files' bytes (Java: ``ScanTask.sizeBytes``)."""
+    return data_file_slice.length + sum(_delete_sizes(data_file_slice))
+
+
+def slice_weight(data_file_slice: DataFileSlice, open_file_cost: int) -> int:
+    """The packer's weight of a slice: its bytes plus its deletes' bytes, at least one open-file cost per file."""
+    delete_sizes = _delete_sizes(data_file_slice)
     return max(data_file_slice.length + sum(delete_sizes), (1 + len(delete_sizes)) * open_file_cost)
 
 

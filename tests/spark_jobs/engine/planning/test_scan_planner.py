@@ -180,3 +180,33 @@ def test_case_insensitive_filters_bind_any_spelling(conformance_catalog):
     assert plan.metrics.data_files_pruned == 2
     with pytest.raises(InvalidFilterError, match="CATEGORY"):
         plan_scan(table, table.current_snapshot(), row_filter="CATEGORY = 'b'")
+
+
+def test_split_size_adapts_to_the_readers_parallelism(sql_catalog):
+    """One 35 MiB file is one 128 MiB split; for 2 slots it is cut on row groups into splits of about half."""
+    sql_catalog.create_namespace("ns")
+    rows = 540_000
+    payload = pa.array([f"{i:064d}" for i in range(rows)])
+    table = sql_catalog.create_table(
+        "ns.wide",
+        schema=pa.schema([("id", pa.int64()), ("payload", pa.string())]),
+        properties={"write.parquet.row-group-limit": "54000", "write.parquet.compression-codec": "uncompressed"},
+    )
+    table.append(pa.table({"id": pa.array(range(rows), pa.int64()), "payload": payload}))
+    (data_file,) = [
+        entry.data_file for entry in table.current_snapshot().manifests(table.io)[0].fetch_manifest_entry(table.io)
+    ]
+    assert 32 * 1024 * 1024 < data_file.file_size_in_bytes < 64 * 1024 * 1024
+    snapshot = table.current_snapshot()
+
+    assert len(plan_scan(table, snapshot).tasks) == 1
+    adapted = plan_scan(table, snapshot, parallelism=2, open_file_cost=0)
+    assert len(adapted.tasks) >= 2
+    task_bytes = [sum(s.length for s in task.slices) for task in adapted.tasks]
+    assert max(task_bytes) <= data_file.file_size_in_bytes // 2 + 1
+    assert sum(task_bytes) == data_file.file_size_in_bytes
+    # An explicit split size, or the table property set to false, keeps the plan as configured.
+    assert len(plan_scan(table, snapshot, parallelism=2, split_size=128 * 1024 * 1024).tasks) == 1
+    with table.transaction() as transaction:
+        transaction.set_properties({"read.split.adaptive-size.enabled": "false"})
+    assert len(plan_scan(table, table.current_snapshot(), parallelism=2).tasks) == 1

@@ -14,6 +14,8 @@ from spark_jobs.engine.planning.splitting import (
     DEFAULT_OPEN_FILE_COST,
     DEFAULT_SPLIT_SIZE,
     SplitSettings,
+    adaptive_split_size_enabled,
+    adjust_split_size,
     pack_slices,
     slice_weight,
     split_data_file,
@@ -141,3 +143,36 @@ def test_bad_settings_are_user_errors():
         SplitSettings(split_size=0)
     with pytest.raises(UserInputError, match="lookback must be positive"):
         SplitSettings(lookback=0)
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("scan_size", "parallelism", "split_size", "expected"),
+    [
+        # 2 splits of 128 MiB already give one split per slot: unchanged.
+        (158 * MIB, 2, 128 * MIB, 128 * MIB),
+        # 1 split for 4 slots: a quarter of the scan each.
+        (100 * MIB, 4, 128 * MIB, 25 * MIB),
+        # A quarter would be below 16 MiB: 16 MiB is the floor.
+        (40 * MIB, 4, 128 * MIB, 16 * MIB),
+        # A configured size below the floor stays the floor's ceiling: max(40 MiB / 8, min(16 MiB, 1 MiB)).
+        (40 * MIB, 8, 1 * MIB, 1 * MIB),
+        # 200 slots (Java counts shuffle partitions): every split down to the 16 MiB floor.
+        (158 * MIB, 200, 128 * MIB, 16 * MIB),
+        (0, 2, 128 * MIB, 16 * MIB),
+    ],
+)
+def test_adjusted_split_size_follows_iceberg_javas_rule(scan_size, parallelism, split_size, expected):
+    assert adjust_split_size(scan_size, parallelism, split_size) == expected
+
+
+def test_adaptive_split_size_property_defaults_to_true_and_rejects_other_words():
+    assert adaptive_split_size_enabled({})
+    assert adaptive_split_size_enabled({"read.split.adaptive-size.enabled": "TRUE"})
+    assert not adaptive_split_size_enabled({"read.split.adaptive-size.enabled": "false"})
+    with pytest.raises(UserInputError, match=r"read\.split\.adaptive-size\.enabled must be true or false, got 'yes'"):
+        adaptive_split_size_enabled({"read.split.adaptive-size.enabled": "yes"})
+    with pytest.raises(UserInputError, match="parallelism must be positive"):
+        adjust_split_size(10, 0, 10)
