@@ -3,7 +3,8 @@
 Rules (by column name, exact case):
 1. A table column the source lacks: nullable becomes null; required is an error.
 2. A source column the table lacks: an error, unless schema evolution is allowed; then it is added as an optional
-   column with a fresh field id (primitive types only), committed atomically with the data.
+   column (structs, lists and maps included) with fresh field ids for it and every nested field, committed
+   atomically with the data.
 3. Types must match, or be an Iceberg promotion (int -> long, float -> double, decimal precision widening); a
    mismatch is an error naming the column and both types. Nested columns must cast to the table's type.
 All problems are reported together in one ``UserInputError``.
@@ -11,11 +12,12 @@ All problems are reported together in one ``UserInputError``.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyiceberg.io.pyarrow import schema_to_pyarrow
-from pyiceberg.schema import Schema
+from pyiceberg.io.pyarrow import _ConvertToIcebergWithoutIDs, schema_to_pyarrow, visit_pyarrow
+from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -75,15 +77,8 @@ def check_schema(table_name: str, table_schema: Schema, source: pa.Schema, *, al
             "pass --allow-schema-evolution to add them"
         )
     elif extra:
-        next_id = max(table_schema.highest_field_id, 0) + 1
-        for offset, extra_field in enumerate(extra):
-            iceberg_type = iceberg_type_of(extra_field.type)
-            if iceberg_type is None:
-                problems.append(
-                    f"source column {extra_field.name!r} has type {extra_field.type}, which cannot be added"
-                )
-                continue
-            new_fields.append(NestedField(next_id + offset, extra_field.name, iceberg_type, required=False))
+        new_fields, problems_adding = _fields_to_add(extra, first_id=max(table_schema.highest_field_id, 0) + 1)
+        problems += problems_adding
     if problems:
         raise UserInputError(f"source does not fit table {table_name}: " + "; ".join(problems))
     if not new_fields:
@@ -97,6 +92,28 @@ def check_schema(table_name: str, table_schema: Schema, source: pa.Schema, *, al
     return SchemaCheck(
         evolved, added_columns=[f.name for f in new_fields], null_filled_columns=[f.name for f in missing]
     )
+
+
+def _fields_to_add(extra: list[pa.Field], *, first_id: int) -> tuple[list[NestedField], list[str]]:
+    """Optional Iceberg fields for the source's extra columns, ids from ``first_id`` on (nested fields included)."""
+    next_ids = itertools.count(first_id)
+    fields: list[NestedField] = []
+    problems: list[str] = []
+    for extra_field in extra:
+        iceberg_type = iceberg_type_of(extra_field.type)
+        if iceberg_type is None:
+            try:
+                converted = visit_pyarrow(pa.schema([extra_field]), _ConvertToIcebergWithoutIDs())
+            except (TypeError, ValueError) as error:
+                problems.append(
+                    f"source column {extra_field.name!r} has type {extra_field.type}, which cannot be added: {error}"
+                )
+                continue
+            (fresh,) = assign_fresh_schema_ids(converted, next_id=lambda: next(next_ids)).fields
+            fields.append(NestedField(fresh.field_id, extra_field.name, fresh.field_type, required=False))
+            continue
+        fields.append(NestedField(next(next_ids), extra_field.name, iceberg_type, required=False))
+    return fields, problems
 
 
 def iceberg_type_of(arrow_type: pa.DataType) -> IcebergType | None:

@@ -265,3 +265,23 @@ def test_nulls_in_a_required_column_are_bad_input(spark, testing_catalog) -> Non
     with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 2 row"):
         ingest(spark, CATALOG, name, frame, IngestOptions(mode="append"))
     assert testing_catalog.load_table(name).current_snapshot() is None
+
+
+def test_schema_evolution_adds_nested_columns_that_read_back(spark, testing_catalog) -> None:
+    table = _table_name("nested_evolution")
+    ingest(spark, CATALOG, table, _frame(spark, _rows(range(2))), IngestOptions(mode="append", create_if_missing=True))
+    frame = spark.createDataFrame(
+        [(5, "x", {"lat": 1.5, "lon": -2.0}, ["a", "b"])],
+        "id long, name string, point struct<lat: double, lon: double>, tags array<string>",
+    )
+    ingest(spark, CATALOG, table, frame, IngestOptions(mode="append", allow_schema_evolution=True))
+
+    schema = testing_catalog.load_table(table).schema()
+    assert [f.field_id for f in schema.find_field("point").field_type.fields] == [5, 6]
+    assert schema.find_field("tags").field_id == 7
+    result = open_read_session(CATALOG, table, columns=["id", "point", "tags"]).to_arrow().sort_by("id")
+    assert result.to_pylist() == [
+        {"id": 0, "point": None, "tags": None},
+        {"id": 1, "point": None, "tags": None},
+        {"id": 5, "point": {"lat": 1.5, "lon": -2.0}, "tags": ["a", "b"]},
+    ]

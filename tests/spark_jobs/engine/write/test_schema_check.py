@@ -52,3 +52,24 @@ def test_every_problem_is_reported_at_once() -> None:
         check_schema("ns.t", TABLE, source, allow_evolution=False)
     message = str(raised.value)
     assert "'id'" in message and "'name'" in message and "'score'" in message and "ns.t" in message
+
+
+def test_nested_extra_columns_get_fresh_ids_for_every_nested_field() -> None:
+    source = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("tags", pa.list_(pa.string())),
+            pa.field("point", pa.struct([pa.field("x", pa.float64()), pa.field("y", pa.float64())])),
+            pa.field("attrs", pa.map_(pa.string(), pa.int64())),
+        ]
+    )
+    checked = check_schema("ns.t", TABLE, source, allow_evolution=True)
+    assert checked.added_columns == ["tags", "point", "attrs"]
+    assert str(checked.schema.find_field("tags")) == "4: tags: optional list<string>"
+    assert checked.schema.find_field("tags.element").field_id == 5
+    point = checked.schema.find_field("point")
+    assert point.field_id == 6 and not point.required
+    assert [(f.field_id, f.name) for f in point.field_type.fields] == [(7, "x"), (8, "y")]
+    attrs = checked.schema.find_field("attrs")
+    assert (attrs.field_id, attrs.field_type.key_id, attrs.field_type.value_id) == (9, 10, 11)
+    assert checked.schema.highest_field_id == 11
