@@ -26,7 +26,6 @@ from typing import Any
 
 import pyarrow as pa
 from pyiceberg.table import Table
-from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 from spark_jobs.engine.commit.committer import CommitResult, require_writable_format
@@ -41,6 +40,7 @@ from spark_jobs.engine.compaction.rewrite_tasks import (
 )
 from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.spark_scan import ScanMetricsParam
+from spark_jobs.engine.spark_write import task_attempt_tag
 from spark_jobs.engine.write.job_files import delete_leftovers
 
 log = logging.getLogger(__name__)
@@ -60,13 +60,6 @@ class RewriteOutcome:
     waves: int = 0  # Spark jobs run to rewrite groups, one per wave
     counters: ScanMetrics = field(default_factory=ScanMetrics)
     seconds: dict[str, float] = field(default_factory=lambda: {"rewrite": 0.0, "commit": 0.0})
-
-
-def _attempt_tag() -> str:
-    context = TaskContext.get()
-    if context is None:
-        return "driver"
-    return f"s{context.stageId()}-p{context.partitionId()}-a{context.attemptNumber()}"
 
 
 def rewrite_waves(groups: list[FileGroup], max_concurrent: int) -> list[list[FileGroup]]:
@@ -116,7 +109,7 @@ def _run_wave(
         for batch in batches:
             for payload in batch.column(0).to_pylist():
                 task = pickle.loads(payload)
-                written = rewrite_task(task, contexts, metrics, _attempt_tag())
+                written = rewrite_task(task, contexts, metrics, task_attempt_tag())
                 yield pa.RecordBatch.from_arrays(
                     [
                         pa.array([task.group_index] * len(written), pa.int32()),

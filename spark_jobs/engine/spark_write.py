@@ -47,11 +47,17 @@ class LiveDataFile:
     with_deletes: Any = None
 
 
-def _task_tag() -> str:
+def task_attempt_tag() -> str:
+    """What names this task attempt in the files it writes: stage, partition, attempt, and Spark's task attempt id.
+
+    The attempt id is unique within the Spark application: a stage re-run after a fetch failure restarts attempt
+    numbers at 0 while tasks of the earlier stage attempt may still be writing, so stage, partition and attempt
+    number alone could name two writers' files the same.
+    """
     context = TaskContext.get()
     if context is None:
         return "driver"
-    return f"s{context.stageId()}-t{context.partitionId()}-a{context.attemptNumber()}"
+    return f"s{context.stageId()}-t{context.partitionId()}-a{context.attemptNumber()}-i{context.taskAttemptId()}"
 
 
 def _collect_files(frame: DataFrame) -> list[dict[str, Any]]:
@@ -70,7 +76,7 @@ def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, A
         batch_list = list(batches)
         rows = pa.Table.from_batches(batch_list) if batch_list else None
         if rows is not None and rows.num_rows:
-            yield _file_batch(write_data(rows, context, _task_tag()))
+            yield _file_batch(write_data(rows, context, task_attempt_tag()))
 
     return _collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
 
@@ -164,7 +170,11 @@ def write_position_deletes(
             spec_id, partition_values = partitions[ordinal]
             group = rows.filter(pa.compute.equal(rows.column(ORDINAL_COLUMN), ordinal))
             written += write_position_delete_rows(
-                group.select(["file_path", "pos"]), context, spec_id, partition_values, f"{_task_tag()}-o{ordinal}"
+                group.select(["file_path", "pos"]),
+                context,
+                spec_id,
+                partition_values,
+                f"{task_attempt_tag()}-o{ordinal}",
             )
         yield _file_batch(written)
 
@@ -194,7 +204,7 @@ def write_equality_deletes(
         if not rows.num_rows:
             return
         written = []
-        tag = _task_tag()
+        tag = task_attempt_tag()
         if partitions is not None:
             for ordinal in sorted(set(rows.column(ORDINAL_COLUMN).to_pylist())):
                 spec_id, partition_values = partitions[ordinal]
