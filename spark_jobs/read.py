@@ -9,7 +9,10 @@ Command line (catalog properties come from pyiceberg's configuration, never from
 On success the last line of stdout is one JSON object with the counters; on bad input the exit code is 2, stderr
 has a one-line reason, and nothing is written at ``--output``.
 
-Python API: ``load(spark, catalog, table, ...)`` returns a DataFrame over the ``iceberg_mor`` data source.
+Python API: ``load(spark, catalog, table, ...)`` returns a DataFrame of the table, read by the engine on the
+executors: through ``mapInArrow`` over the tasks planned by ``load`` (the cheaper route for Spark), or, when
+``spark.sql.python.filterPushdown.enabled`` is true, through the ``iceberg_mor`` data source so that Spark's own
+filters on the DataFrame are pushed into the engine.
 """
 
 from __future__ import annotations
@@ -52,17 +55,34 @@ def load(
 
     ``catalog`` is a catalog name resolved through pyiceberg's configuration; ``row_filter`` uses pyiceberg's
     row-filter syntax; at most one of ``snapshot_id``, ``ref``, ``as_of`` (epoch ms or ISO-8601) may be given.
+    Without Python filter pushdown the snapshot is the one current when ``load`` is called, for every action on
+    the DataFrame; call ``load`` again to see later commits.
     """
     from spark_jobs.engine.read_session import open_read_session
-    from spark_jobs.engine.spark_scan import dataframe_from_source
+    from spark_jobs.engine.spark_scan import (
+        dataframe_from_session,
+        dataframe_from_source,
+        python_filter_pushdown_enabled,
+        read_parallelism,
+    )
     from spark_jobs.engine.spark_source import spark_schema_of
 
-    # Plan once on the driver first: a bad table, snapshot, column or filter fails here with a clear message, and
-    # the schema found here is handed to Spark so its planner process does not open the table again for it.
+    # Plan once on the driver first: a bad table, snapshot, column or filter fails here with a clear message.
+    parallelism = read_parallelism(spark)
     session = open_read_session(
-        catalog, table, columns=columns, row_filter=row_filter, snapshot_id=snapshot_id, ref=ref, as_of=as_of
+        catalog,
+        table,
+        columns=columns,
+        row_filter=row_filter,
+        snapshot_id=snapshot_id,
+        ref=ref,
+        as_of=as_of,
+        parallelism=parallelism,
     )
     engine_on_executors(spark)
+    if not python_filter_pushdown_enabled(spark):
+        frame, _executor_counters = dataframe_from_session(spark, session)
+        return frame
     options = {
         "catalog": catalog,
         "table": table,
@@ -71,7 +91,9 @@ def load(
         "snapshot_id": snapshot_id,
         "ref": ref,
         "as_of": as_of,
+        "parallelism": parallelism,
     }
+    # The schema found here is handed to Spark so its planner process does not open the table again for it.
     return dataframe_from_source(spark, options, schema=spark_schema_of(session.output_schema))
 
 
@@ -98,26 +120,36 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the read job; returns the result the last stdout line carries."""
     from spark_jobs.engine.read_session import open_read_session
-    from spark_jobs.engine.spark_scan import dataframe_from_session
+    from spark_jobs.engine.spark_scan import dataframe_from_session, read_parallelism
 
     args = build_parser().parse_args(argv)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-    phases: dict[str, float] = {}
-    started = time.perf_counter()
-    session = open_read_session(
-        args.catalog,
-        args.table,
-        columns=columns,
-        row_filter=args.row_filter,
-        snapshot_id=args.snapshot_id,
-        ref=args.ref,
-        as_of=args.as_of,
-        split_size=args.split_size,
-    )
-    phases["plan"] = time.perf_counter() - started
+    phases: dict[str, float] = {"plan": 0.0}
+
+    def plan(parallelism: int | None = None) -> Any:
+        started = time.perf_counter()
+        planned = open_read_session(
+            args.catalog,
+            args.table,
+            columns=columns,
+            row_filter=args.row_filter,
+            snapshot_id=args.snapshot_id,
+            ref=args.ref,
+            as_of=args.as_of,
+            split_size=args.split_size,
+            parallelism=parallelism,
+        )
+        phases["plan"] += time.perf_counter() - started
+        return planned
+
+    session = plan()
     _check_output_free(args.output, args.mode)
     spark = spark_session(f"iceberg-read {session.table_name}")
     engine_on_executors(spark)
+    parallelism = read_parallelism(spark)
+    if args.split_size is None and len(session.tasks) < parallelism:
+        # Planned before Spark started (bad input fails fast); plan again so the split size fits Spark's slots.
+        session = plan(parallelism)
     started = time.perf_counter()
     frame, executor_counters = dataframe_from_session(spark, session)
     writer = frame.write.mode("overwrite" if args.mode == "overwrite" else "errorifexists")

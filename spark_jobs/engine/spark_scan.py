@@ -1,11 +1,15 @@
 """Run a planned read on Spark as a DataFrame, with executor counters gathered back on the driver.
 
 Two routes share ``scan.read_task``:
-- ``dataframe_from_source``: the ``iceberg_mor`` Python data source (``spark_source``), for ``read.load``; Spark
-  filters on the result are pushed down when the session allows it.
 - ``dataframe_from_session``: a DataFrame over an already planned ``ReadSession``: one Spark partition per scan
-  task, read with ``mapInArrow``, counters summed by an accumulator. The read job uses it, so its final JSON line
-  carries what the executors pruned and read.
+  task, read with ``mapInArrow``, counters summed by an accumulator. The read job and ``read.load`` use it; a query
+  through it costs Spark about a third less than through a Python data source (BENCHMARKS.md).
+- ``dataframe_from_source``: the ``iceberg_mor`` Python data source (``spark_source``); ``read.load`` uses it when
+  Spark's Python filter pushdown is on, so that Spark filters on the result are pushed into the engine.
+
+``read_parallelism`` is the number of slots the scan should fill: Spark's default parallelism (its task slots).
+Iceberg Java also counts shuffle partitions (200 by default), which would cut a scan into 16 MiB tasks; each Python
+task has a fixed cost of a tenth of a second or more, so one task per slot is what suits these routes.
 """
 
 from __future__ import annotations
@@ -25,6 +29,16 @@ from spark_jobs.engine.scan import read_task
 from spark_jobs.engine.spark_source import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def read_parallelism(spark: SparkSession) -> int:
+    """The task slots a scan should fill: Spark's default parallelism (module doc)."""
+    return max(1, int(spark.sparkContext.defaultParallelism))
+
+
+def python_filter_pushdown_enabled(spark: SparkSession) -> bool:
+    """Whether Spark pushes filters into Python data sources in this session."""
+    return str(spark.conf.get(FILTER_PUSHDOWN_CONF, "false")).lower() == "true"
 
 
 class ScanMetricsParam(AccumulatorParam):
@@ -71,7 +85,7 @@ def dataframe_from_source(spark: SparkSession, options: dict[str, Any], schema: 
     from spark_jobs.engine.spark_source import SOURCE_NAME, register
 
     register(spark)
-    pushdown = str(spark.conf.get(FILTER_PUSHDOWN_CONF, "false")).lower() == "true"
+    pushdown = python_filter_pushdown_enabled(spark)
     reader = spark.read.format(SOURCE_NAME)
     if schema is not None:
         reader = reader.schema(schema)

@@ -49,6 +49,7 @@ class ReadOptions:
     columns: tuple[str, ...] | None = None
     row_filter: str | None = None
     split_size: int | None = None
+    parallelism: int | None = None
     filter_pushdown: bool = False
 
     @classmethod
@@ -77,6 +78,7 @@ class ReadOptions:
             columns=tuple(c.strip() for c in columns.split(",") if c.strip()) if columns else None,
             row_filter=options.get("filter") or None,
             split_size=optional_int("split_size"),
+            parallelism=optional_int("parallelism"),
             filter_pushdown=str(options.get("filter_pushdown", "false")).lower() == "true",
         )
 
@@ -99,6 +101,7 @@ class ReadOptions:
             ref=self.ref,
             as_of=self.as_of,
             split_size=self.split_size,
+            parallelism=self.parallelism,
         )
 
 

@@ -1,7 +1,9 @@
-"""The read job's two faces on real Spark: ``load`` (Python API, data source) and ``read.py`` (command line).
+"""The read job's faces on real Spark: ``load`` (Python API), the ``iceberg_mor`` data source, ``read.py``.
 
-Every conformance query must return exactly Java's rows through both. ``read.py`` runs in-process through ``main``
-against the session's Spark, and as a real ``spark-submit`` for the exit-code contract and the standalone cluster.
+Every conformance query must return exactly Java's rows through each: ``load`` without Python filter pushdown reads
+with ``mapInArrow``, the data source is read directly (``load`` uses it when pushdown is on). ``read.py`` runs
+in-process through ``main`` against the session's Spark, and as a real ``spark-submit`` for the exit-code contract
+and the standalone cluster.
 """
 
 from __future__ import annotations
@@ -19,6 +21,24 @@ from tests.support.conformance import ConformanceQuery, load_queries, table_chec
 from tests.support.services import spark_home, spark_process_env
 
 QUERIES = load_queries()
+
+
+def _data_source_queries() -> list[ConformanceQuery]:
+    """A query per table plus the first snapshot-id, as-of and filtered ones: the data source route's share."""
+    chosen: dict[str, ConformanceQuery] = {}
+    for query in QUERIES:
+        chosen.setdefault(query.table, query)
+        for kind, present in (
+            ("snapshot_id", query.snapshot_id is not None),
+            ("as_of", query.as_of_timestamp_ms is not None),
+            ("filter", bool(query.where)),
+        ):
+            if present:
+                chosen.setdefault(kind, query)
+    return list({query.id: query for query in chosen.values()}.values())
+
+
+DATA_SOURCE_QUERIES = _data_source_queries()
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READ_PY = REPO_ROOT / "spark_jobs" / "read.py"
 
@@ -45,6 +65,37 @@ def test_load_returns_javas_rows(spark, conformance_catalog, query: ConformanceQ
         as_of=query.as_of_timestamp_ms,
     )
     _assert_matches(query, frame.toArrow())
+
+
+@pytest.mark.parametrize("query", DATA_SOURCE_QUERIES, ids=[q.id for q in DATA_SOURCE_QUERIES])
+def test_data_source_returns_javas_rows(spark, conformance_catalog, query: ConformanceQuery) -> None:
+    from spark_jobs.engine.spark_scan import dataframe_from_source
+    from spark_jobs.job_support import engine_on_executors
+
+    engine_on_executors(spark)
+    options = {
+        "catalog": "conformance",
+        "table": query.table,
+        "columns": ",".join(query.select) if query.select else None,
+        "filter": query.where,
+        "snapshot_id": query.snapshot_id,
+        "as_of": query.as_of_timestamp_ms,
+        "parallelism": 2,
+    }
+    _assert_matches(query, dataframe_from_source(spark, options).toArrow())
+
+
+def test_load_reads_the_snapshot_current_when_it_was_called(spark, testing_catalog) -> None:
+    """Without pushdown, every action on a loaded DataFrame reads the same snapshot, whatever was committed since."""
+    import pyarrow as pa
+
+    testing_catalog.create_namespace_if_not_exists("read_pinning")
+    table = testing_catalog.create_table("read_pinning.events", schema=pa.schema([("id", pa.int64())]))
+    table.append(pa.table({"id": pa.array(range(10), pa.int64())}))
+    frame = read_job.load(spark, "testing", "read_pinning.events")
+    table.append(pa.table({"id": pa.array(range(10, 25), pa.int64())}))
+    assert frame.count() == 10
+    assert read_job.load(spark, "testing", "read_pinning.events").count() == 25
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=[q.id for q in QUERIES])

@@ -20,9 +20,11 @@ Packing (Java: ``TableScanUtil.planTasks`` with ``BinPacking.PackingIterable``, 
 
 Adaptive split size (Java: ``SparkScan.adjustSplitSize`` with ``TableScanUtil.adjustSplitSize``): when the reader
 knows its parallelism (the task slots that will run the scan), no split size was asked for and the table's
-``read.split.adaptive-size.enabled`` is not false, a scan whose size (data files plus their delete files) would give
-fewer splits than slots uses ``max(scan size / parallelism, min(16 MiB, split size))`` instead, so that every slot
-gets a share of the work rather than one task doing most of it.
+``read.split.adaptive-size.enabled`` is not false, a scan whose weight would give fewer splits than slots uses
+``max(weight / parallelism, min(16 MiB, split size))`` instead, so that every slot gets a share of the work rather
+than one task doing most of it. Java measures the scan in bytes (data plus delete files); we measure it in the
+packer's weights (each file at least its open-file cost), so that a scan of many small files, which the packer
+already spreads over many tasks, is not cut into yet more: each Python task has a fixed cost.
 """
 
 from __future__ import annotations
@@ -136,11 +138,6 @@ def _delete_sizes(data_file_slice: DataFileSlice) -> list[int]:
     if data_file_slice.deletion_vector is not None:
         delete_sizes.append(data_file_slice.deletion_vector.content_size_in_bytes)
     return delete_sizes
-
-
-def slice_size_bytes(data_file_slice: DataFileSlice) -> int:
-    """A slice's bytes plus its delete files' bytes (Java: ``ScanTask.sizeBytes``)."""
-    return data_file_slice.length + sum(_delete_sizes(data_file_slice))
 
 
 def slice_weight(data_file_slice: DataFileSlice, open_file_cost: int) -> int:

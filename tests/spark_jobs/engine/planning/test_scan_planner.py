@@ -134,6 +134,8 @@ def test_small_files_pack_into_tasks_by_open_file_cost(conformance_catalog):
     assert all(s.is_whole_file for s in _slices(plan))
     smaller = plan_scan(table, table.current_snapshot(), split_size=64 * 1024 * 1024)
     assert len(smaller.tasks) == 125
+    # Weighed by open-file cost, 2000 small files already fill 63 tasks: adapting to 2 slots changes nothing.
+    assert len(plan_scan(table, table.current_snapshot(), parallelism=2).tasks) == 63
 
 
 def test_large_files_split_on_row_group_boundaries(sql_catalog):
