@@ -134,10 +134,9 @@ def read_data_file(
                 arrays = [select_rows(array, keep) for array in arrays]
             return pa.Table.from_arrays(arrays, schema=output_schema), row_group_metrics
 
-        # Without predicates every scanned row group is decoded in full: decode the next ones on helper threads
-        # while this one is consumed. Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
-        no_predicates = not any(predicates_by_row_group.values())
-        read_ahead = no_predicates and len(scanned) > 1 and native_file
+        # Decode the next row groups on helper threads while this one is consumed (each call has its own reader and
+        # counters). Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
+        read_ahead = len(scanned) > 1 and native_file
         if read_ahead:
             decoded = map_ahead(lambda row_group: decode_row_group(row_group, ScanMetrics()), scanned)
         else:
