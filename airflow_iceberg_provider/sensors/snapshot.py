@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk import PokeReturnValue
 
-from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
+from airflow_iceberg_provider.sensors._table_sensor import IcebergTableSensor
 from airflow_iceberg_provider.snapshot_watch import (
     DEFAULT_BRANCH,
     SnapshotCondition,
@@ -22,7 +20,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class IcebergSnapshotSensor(BaseSensorOperator):
+class IcebergSnapshotSensor(IcebergTableSensor):
     """
     Succeed when ``table`` has a snapshot newer than ``since_snapshot_id`` that matches the condition.
 
@@ -43,30 +41,23 @@ class IcebergSnapshotSensor(BaseSensorOperator):
 
     template_fields: Sequence[str] = ("table", "catalog", "since_snapshot_id", "operation", "summary", "branch")
 
+    waiting_for = "a snapshot"
+
     def __init__(
         self,
         *,
         table: str,
-        catalog: str | None = None,
-        iceberg_conn_id: str | None = None,
         since_snapshot_id: int | str | None = None,
         operation: str | None = None,
         summary: dict[str, str] | None = None,
         branch: str = DEFAULT_BRANCH,
-        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        if not catalog and not iceberg_conn_id:
-            raise ValueError(f"IcebergSnapshotSensor {self.task_id} on {table!r} needs catalog= or iceberg_conn_id=")
-        self.table = table
-        self.catalog = catalog
-        self.iceberg_conn_id = iceberg_conn_id
+        super().__init__(table=table, **kwargs)
         self.since_snapshot_id = since_snapshot_id
         self.operation = operation
         self.summary = summary
         self.branch = branch
-        self.deferrable = deferrable
 
     def _condition(self) -> SnapshotCondition:
         return SnapshotCondition(
@@ -78,35 +69,23 @@ class IcebergSnapshotSensor(BaseSensorOperator):
 
     def poke(self, context: Context) -> PokeReturnValue:
         """One look at the table's metadata."""
-        hook = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id, catalog_name=self.catalog)
-        snapshot = find_new_snapshot(hook.load_table(self.table), self._condition())
+        snapshot = find_new_snapshot(self.catalog_hook().load_table(self.table), self._condition())
         return PokeReturnValue(is_done=snapshot is not None, xcom_value=snapshot)
 
-    def execute(self, context: Context) -> Any:
-        """Poke (or check once, then defer to the triggerer)."""
-        if not self.deferrable:
-            return super().execute(context)
-        first = self.poke(context)
-        if first.is_done:
-            return first.xcom_value
+    def trigger(self) -> IcebergSnapshotTrigger:
+        """The same condition (templates rendered), polled in the triggerer."""
         condition = self._condition()
-        self.defer(
-            trigger=IcebergSnapshotTrigger(
-                table=self.table,
-                iceberg_conn_id=self.iceberg_conn_id,
-                catalog_name=self.catalog,
-                since_snapshot_id=condition.since_snapshot_id,
-                operation=condition.operation,
-                summary=dict(condition.summary),
-                branch=condition.branch,
-                poll_interval=self.poke_interval,
-            ),
-            method_name="execute_complete",
-            timeout=timedelta(seconds=self.timeout),
+        return IcebergSnapshotTrigger(
+            table=self.table,
+            iceberg_conn_id=self.iceberg_conn_id,
+            catalog_name=self.catalog,
+            since_snapshot_id=condition.since_snapshot_id,
+            operation=condition.operation,
+            summary=dict(condition.summary),
+            branch=condition.branch,
+            poll_interval=self.poke_interval,
         )
 
-    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
-        """Resume after the trigger: the snapshot it found, or the catalog's error."""
-        if event.get("status") != "success":
-            raise AirflowException(f"waiting for a snapshot of {self.table} failed: {event.get('message')}")
+    def result_of_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The snapshot the trigger found."""
         return event["snapshot"]

@@ -9,19 +9,18 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.providers.apache.iceberg.triggers.iceberg import DEFAULT_BRANCH, IcebergTableSnapshotTrigger
-from airflow.triggers.base import BaseTrigger, TriggerEvent
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
+from pyiceberg.table import Table
 
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 from airflow_iceberg_provider.snapshot_watch import SnapshotCondition, find_new_snapshot
+from airflow_iceberg_provider.triggers._table_polling import IcebergTablePollingTrigger
 
 
-class IcebergSnapshotTrigger(BaseTrigger):
+class IcebergSnapshotTrigger(IcebergTablePollingTrigger):
     """
     Fire once when ``table`` has a snapshot newer than ``since_snapshot_id`` that matches the condition.
 
@@ -50,56 +49,28 @@ class IcebergSnapshotTrigger(BaseTrigger):
         branch: str = DEFAULT_BRANCH,
         poll_interval: float = 60,
     ) -> None:
-        super().__init__()
-        self.table = table
-        self.iceberg_conn_id = iceberg_conn_id
-        self.catalog_name = catalog_name
+        super().__init__(
+            table=table, iceberg_conn_id=iceberg_conn_id, catalog_name=catalog_name, poll_interval=poll_interval
+        )
         self.since_snapshot_id = since_snapshot_id
         self.operation = operation
         self.summary = dict(summary or {})
         self.branch = branch
-        self.poll_interval = poll_interval
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        """Class path and keyword arguments, to rebuild the trigger in the triggerer."""
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "table": self.table,
-                "iceberg_conn_id": self.iceberg_conn_id,
-                "catalog_name": self.catalog_name,
-                "since_snapshot_id": self.since_snapshot_id,
-                "operation": self.operation,
-                "summary": self.summary,
-                "branch": self.branch,
-                "poll_interval": self.poll_interval,
-            },
-        )
+    def condition_kwargs(self) -> dict[str, Any]:
+        """The snapshot condition, as serialized."""
+        return {
+            "since_snapshot_id": self.since_snapshot_id,
+            "operation": self.operation,
+            "summary": self.summary,
+            "branch": self.branch,
+        }
 
-    def _check(self, hook: IcebergCatalogHook) -> dict[str, Any] | None:
+    def evaluate(self, table: Table) -> dict[str, Any] | None:
+        """The first new snapshot matching the condition, if any."""
         condition = SnapshotCondition(self.since_snapshot_id, self.operation, self.summary, self.branch)
-        try:
-            table = hook.load_table(self.table)
-        except (NoSuchTableError, NoSuchNamespaceError):
-            self.log.info("%s does not exist yet; waiting", self.table)
-            return None
-        return find_new_snapshot(table, condition)
-
-    async def run(self) -> AsyncIterator[TriggerEvent]:
-        """Poll the table's metadata off the event loop until a matching snapshot appears."""
-        hook = IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id, catalog_name=self.catalog_name)
-        while True:
-            try:
-                snapshot = await asyncio.to_thread(self._check, hook)
-            except Exception as error:
-                yield TriggerEvent(
-                    {"status": "error", "table": self.table, "message": f"{type(error).__name__}: {error}"}
-                )
-                return
-            if snapshot is not None:
-                yield TriggerEvent({"status": "success", "table": self.table, "snapshot": snapshot})
-                return
-            await asyncio.sleep(self.poll_interval)
+        snapshot = find_new_snapshot(table, condition)
+        return {"snapshot": snapshot} if snapshot is not None else None
 
 
 class IcebergCatalogSnapshotTrigger(IcebergTableSnapshotTrigger):
