@@ -25,6 +25,7 @@ from pyiceberg.types import NestedField
 from spark_jobs.engine.catalog import load_catalog, load_table
 from spark_jobs.engine.errors import UserInputError
 from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.parquet.name_mapping import NAME_MAPPING_PROPERTY
 from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
 from spark_jobs.engine.scan import DEFAULT_BATCH_SIZE, ScanContext, read_tasks_to_table
 from spark_jobs.engine.snapshots import resolve_read_target
@@ -110,6 +111,7 @@ def open_read_session(
         case_sensitive=case_sensitive,
         io_properties=dict(iceberg_table.io.properties),
         table_location=iceberg_table.metadata.location,
+        name_mapping_json=iceberg_table.metadata.properties.get(NAME_MAPPING_PROPERTY),
         batch_size=batch_size,
     )
     elapsed = time.perf_counter() - started

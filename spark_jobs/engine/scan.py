@@ -45,6 +45,7 @@ class ScanContext:
     io_properties: dict[str, str] = field(default_factory=dict)
     table_location: str | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
+    name_mapping_json: str | None = None  # the table's schema.name-mapping.default, for files without field ids
 
     @cached_property
     def read_schema(self) -> Schema:
@@ -112,6 +113,7 @@ def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetr
         row_predicates=equality_delete_sets,
         metrics=metrics,
         batch_size=context.batch_size,
+        name_mapping_json=context.name_mapping_json,
     )
 
 

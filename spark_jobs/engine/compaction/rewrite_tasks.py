@@ -26,6 +26,7 @@ from pyiceberg.table import Table, TableProperties
 
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
 from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.parquet.name_mapping import NAME_MAPPING_PROPERTY
 from spark_jobs.engine.planning.scan_planner import ScanPlan
 from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
 from spark_jobs.engine.read_session import build_read_schema
@@ -92,6 +93,7 @@ def rewrite_contexts(table: Table, plan: RewritePlan, tasks: list[RewriteTask]) 
         output_field_ids=tuple(field.field_id for field in fields),
         io_properties=dict(table.io.properties),
         table_location=table.metadata.location,
+        name_mapping_json=table.metadata.properties.get(NAME_MAPPING_PROPERTY),
     )
     write = WriteContext.for_table(table)
     properties = {**write.properties, TableProperties.WRITE_TARGET_FILE_SIZE_BYTES: str(plan.write_max_file_size)}

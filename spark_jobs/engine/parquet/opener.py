@@ -39,6 +39,12 @@ from spark_jobs.engine.parquet.access_plan import ALL_ROWS, AccessPlan
 from spark_jobs.engine.parquet.bloom_filter import prune_by_bloom_filters
 from spark_jobs.engine.parquet.file_columns import LeafColumn, file_leaf_columns
 from spark_jobs.engine.parquet.footer_cache import ParquetFooter, cached_footer, open_input
+from spark_jobs.engine.parquet.name_mapping import (
+    apply_name_mapping,
+    has_field_ids,
+    mapped_fields_only,
+    parse_name_mapping,
+)
 from spark_jobs.engine.parquet.page_index import prune_by_page_index
 from spark_jobs.engine.parquet.predicates import (
     Constant,
@@ -72,8 +78,12 @@ def read_data_file(
     metrics: ScanMetrics,
     batch_size: int = 131072,
     deleted_positions_kind: str = "position_deletes",
+    name_mapping_json: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Record batches of the slice's rows that match ``row_filter``, minus deleted rows, projected by field id."""
+    """Record batches of the slice's rows that match ``row_filter``, minus deleted rows, projected by field id.
+
+    ``name_mapping_json`` is the table's ``schema.name-mapping.default``, for files written without field ids.
+    """
     if deleted_positions_kind not in DELETED_POSITIONS_KINDS:
         raise UserInputError(
             f"deleted_positions_kind must be one of {DELETED_POSITIONS_KINDS}, got {deleted_positions_kind!r}"
@@ -92,7 +102,7 @@ def read_data_file(
         metrics.footer_cache_hits += int(cache_hit)
         metrics.bytes_read += footer_bytes_read
         metadata = footer.metadata
-        leaves, file_schema = _file_layout(footer)
+        leaves, file_schema = _file_layout(footer, name_mapping_json)
         resolver = FileColumnResolver(read_schema, file_schema, leaves, data_file.partition_constants)
         field_statistics = FieldStatistics(metadata, resolver, leaves, read_schema)
 
@@ -153,13 +163,23 @@ def read_data_file(
             decoded.close()  # a consumer that stops early: let decoding threads finish before the file closes
 
 
-def _file_layout(footer: ParquetFooter) -> tuple[list[LeafColumn], Schema]:
-    """The file's leaf columns and Iceberg schema, derived once per cached footer."""
-    layout = footer.derived.get("layout")
+def _file_layout(footer: ParquetFooter, name_mapping_json: str | None) -> tuple[list[LeafColumn], Schema]:
+    """The file's leaf columns and Iceberg schema, derived once per cached footer (and name mapping).
+
+    A file without field ids gets them from the table's name mapping, when the table has one.
+    """
+    key = ("layout", name_mapping_json)
+    layout = footer.derived.get(key)
     if layout is None:
         arrow_schema = footer.metadata.schema.to_arrow_schema()
-        layout = (file_leaf_columns(footer.metadata.schema, arrow_schema), file_schema_of(arrow_schema, footer.path))
-        footer.derived["layout"] = layout
+        mapping = parse_name_mapping(name_mapping_json)
+        if mapping is not None and not has_field_ids(arrow_schema):
+            arrow_schema = apply_name_mapping(arrow_schema, mapping, footer.path)
+            file_schema = file_schema_of(mapped_fields_only(arrow_schema), footer.path)
+        else:
+            file_schema = file_schema_of(arrow_schema, footer.path)
+        layout = (file_leaf_columns(footer.metadata.schema, arrow_schema), file_schema)
+        footer.derived[key] = layout
     return layout
 
 
