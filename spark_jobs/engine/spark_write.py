@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_jobs.engine.write.write_context import (
     WriteContext,
-    write_data,
+    write_data_stream,
     write_equality_delete_rows,
     write_position_delete_rows,
 )
@@ -70,13 +71,19 @@ def _file_batch(described: list[dict[str, Any]]) -> pa.RecordBatch:
 
 
 def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, Any]]:
-    """Write ``frame`` (columns named as the table's) as data files on the executors; their descriptions."""
+    """Write ``frame`` (columns named as the table's) as data files on the executors; their descriptions.
+
+    Each Spark partition streams into rolling writers (at most a row group per table partition in memory), except
+    for a table with a sort order, whose task gathers its rows to sort them (``write_data_stream``).
+    """
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batch_list = list(batches)
-        rows = pa.Table.from_batches(batch_list) if batch_list else None
-        if rows is not None and rows.num_rows:
-            yield _file_batch(write_data(rows, context, task_attempt_tag()))
+        first = next(batches, None)
+        if first is None:
+            return
+        written = write_data_stream(itertools.chain([first], batches), context, task_attempt_tag(), first.schema)
+        if written:
+            yield _file_batch(written)
 
     return _collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
 
