@@ -10,12 +10,12 @@ from collections.abc import Collection, Iterable
 
 import pyarrow.parquet as pq
 
-PARQUET_TAIL_BYTES = 8
+from spark_jobs.engine.parquet.footer_cache import TRAILER_SIZE
 
 
 def footer_bytes(metadata: pq.FileMetaData) -> int:
     """Bytes of a Parquet footer as read from the end of the file."""
-    return metadata.serialized_size + PARQUET_TAIL_BYTES
+    return metadata.serialized_size + TRAILER_SIZE
 
 
 def compressed_bytes_of_columns(

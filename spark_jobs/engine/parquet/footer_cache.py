@@ -27,7 +27,7 @@ from spark_jobs.engine.errors import CorruptFileError
 
 PARQUET_MAGIC = b"PAR1"
 DEFAULT_METADATA_SIZE_HINT = 64 * 1024
-_TRAILER_SIZE = 8  # 4-byte footer length + magic
+TRAILER_SIZE = 8  # 4-byte footer length + magic
 
 
 @dataclass
@@ -95,14 +95,14 @@ def read_footer(
     stream: InputStream, path: str, file_size: int, metadata_size_hint: int = DEFAULT_METADATA_SIZE_HINT
 ) -> tuple[ParquetFooter, int]:
     """Read and parse the footer of an open file; return it with the number of bytes read from storage."""
-    if file_size < len(PARQUET_MAGIC) + _TRAILER_SIZE:
+    if file_size < len(PARQUET_MAGIC) + TRAILER_SIZE:
         raise CorruptFileError(f"{path}: {file_size} bytes is too small for a Parquet file")
-    tail_size = min(max(metadata_size_hint, _TRAILER_SIZE), file_size)
+    tail_size = min(max(metadata_size_hint, TRAILER_SIZE), file_size)
     tail = _read_range(stream, file_size - tail_size, tail_size, path)
     if tail[-4:] != PARQUET_MAGIC:
         raise CorruptFileError(f"{path}: expected Parquet magic PAR1 at the end, found {tail[-4:]!r}")
     footer_length = int.from_bytes(tail[-8:-4], "little")
-    needed = footer_length + _TRAILER_SIZE
+    needed = footer_length + TRAILER_SIZE
     if needed + len(PARQUET_MAGIC) > file_size:
         raise CorruptFileError(f"{path}: footer length {footer_length} exceeds the file size {file_size}")
     bytes_read = tail_size
@@ -115,7 +115,7 @@ def read_footer(
         metadata = pq.read_metadata(pa.BufferReader(footer_with_trailer))
     except (OSError, pa.ArrowException) as error:
         raise CorruptFileError(f"{path}: cannot parse the Parquet footer: {error}") from error
-    footer = ParquetFooter(path, file_size, metadata, footer_with_trailer[:-_TRAILER_SIZE])
+    footer = ParquetFooter(path, file_size, metadata, footer_with_trailer[:-TRAILER_SIZE])
     return footer, bytes_read
 
 

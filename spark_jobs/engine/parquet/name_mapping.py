@@ -19,9 +19,9 @@ import pyarrow as pa
 from pyiceberg.table.name_mapping import MappedField, NameMapping, parse_mapping_from_json
 
 from spark_jobs.engine.errors import UnsupportedFeatureError
+from spark_jobs.engine.parquet.file_columns import FIELD_ID_KEY
 
 NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
-FIELD_ID_KEY = b"PARQUET:field_id"
 
 
 def has_field_ids(arrow_schema: pa.Schema) -> bool:

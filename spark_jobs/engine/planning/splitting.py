@@ -131,18 +131,12 @@ def usable_split_offsets(split_offsets: Sequence[int] | None, file_size: int) ->
     return tuple(split_offsets)
 
 
-def _delete_sizes(data_file_slice: DataFileSlice) -> list[int]:
-    """Bytes of each delete file applying to the slice (a deletion vector counts its blob only)."""
+def slice_weight(data_file_slice: DataFileSlice, open_file_cost: int) -> int:
+    """The packer's weight of a slice: its bytes plus its deletes' bytes, at least one open-file cost per file."""
     delete_sizes = [delete_file.file_size_in_bytes for delete_file in data_file_slice.position_deletes]
     delete_sizes += [delete_file.file_size_in_bytes for delete_file in data_file_slice.equality_deletes]
     if data_file_slice.deletion_vector is not None:
         delete_sizes.append(data_file_slice.deletion_vector.content_size_in_bytes)
-    return delete_sizes
-
-
-def slice_weight(data_file_slice: DataFileSlice, open_file_cost: int) -> int:
-    """The packer's weight of a slice: its bytes plus its deletes' bytes, at least one open-file cost per file."""
-    delete_sizes = _delete_sizes(data_file_slice)
     return max(data_file_slice.length + sum(delete_sizes), (1 + len(delete_sizes)) * open_file_cost)
 
 
