@@ -20,6 +20,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import AppliedDeletes, DeleteFileIndex
+from spark_jobs.engine.planning.manifest_cache import cached_manifests
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.scan_planner import bind_row_filter, identity_partition_constants
 from spark_jobs.engine.tasks import DataFileSlice
@@ -106,7 +107,7 @@ def list_candidates(
     row_filter, _ = bind_row_filter(table, schema, where, case_sensitive)
     specs = table.specs()
     pruner = ManifestPruner(specs, schema, row_filter, case_sensitive)
-    entries = pruner.select_entries(snapshot.manifests(table.io), table.io, metrics or ScanMetrics())
+    entries = pruner.select_entries(cached_manifests(snapshot, table.io), table.io, metrics or ScanMetrics())
     delete_index = DeleteFileIndex(specs, schema)
     for delete_entry in entries.delete_entries:
         delete_index.add(delete_entry)

@@ -8,10 +8,11 @@ pyiceberg's evaluators do the work; this module decides where each applies and c
    except equality deletes of an unpartitioned spec, whose projection is always true, so they are never pruned.
 2. Delete manifests older than every data manifest still read (sequence number below the smallest data sequence
    number) are skipped: no delete in them can apply to any data file (deletes need seq >= data seq).
-3. Entries, read in parallel on pyiceberg's shared thread pool: data files by their partition tuple (the projected
-   filter evaluated on the partition record) and then by column metrics (``_InclusiveMetricsEvaluator``: bounds,
-   null and NaN counts; empty files go too). Delete files by partition tuple only: their column metrics describe
-   deleted rows, not the data they delete from.
+3. Entries, read in parallel on pyiceberg's shared thread pool or found in the process's manifest cache
+   (``manifest_cache``): data files by their partition tuple (the projected filter evaluated on the partition
+   record) and then by column metrics (``_InclusiveMetricsEvaluator``: bounds, null and NaN counts; empty files go
+   too). Delete files by partition tuple only: their column metrics describe deleted rows, not the data they
+   delete from.
 4. Counting into ``ScanMetrics``: every manifest of the snapshot is in ``manifests_total``; data files in a pruned
    manifest count into ``data_files_total`` and ``data_files_pruned`` by the manifest's file counts (unknown in some
    v1 manifests, then 0), data files read from a manifest by what the evaluators decide.
@@ -40,10 +41,9 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.utils.concurrent import ExecutorFactory
 
 from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.planning.manifest_cache import cached_live_entries
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class ManifestPruner:
         kept_manifests = kept_data_manifests + kept_delete_manifests
         metrics.manifests_pruned += len(manifests) - len(kept_manifests)
 
-        entries_per_manifest = _read_all(kept_manifests, io)
+        entries_per_manifest = cached_live_entries(kept_manifests, io)
         data_entries: list[ManifestEntry] = []
         delete_entries: list[ManifestEntry] = []
         for entries in entries_per_manifest:
@@ -132,14 +132,6 @@ class ManifestPruner:
                 elif self.partition_may_match(data_file):
                     delete_entries.append(entry)
         return PrunedEntries(data_entries, delete_entries)
-
-
-def _read_all(manifests: list[ManifestFile], io: FileIO) -> list[list[ManifestEntry]]:
-    """Live entries of each manifest, read on pyiceberg's shared thread pool when there is more than one."""
-    if len(manifests) <= 1:
-        return [read_live_entries(manifest, io) for manifest in manifests]
-    executor = ExecutorFactory.get_or_create()
-    return list(executor.map(lambda manifest: read_live_entries(manifest, io), manifests))
 
 
 def _on_partition(evaluate_record: Callable[..., bool]) -> Callable[[DataFile], bool]:

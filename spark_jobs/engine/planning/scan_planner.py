@@ -29,6 +29,7 @@ from pyparsing import ParseException
 from spark_jobs.engine.errors import InvalidFilterError
 from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import DeleteFileIndex
+from spark_jobs.engine.planning.manifest_cache import cached_manifests
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.splitting import (
     SplitSettings,
@@ -149,7 +150,7 @@ def _data_file_slices(
     """Whole-file slices of the data files that may match, each with exactly the deletes that apply."""
     specs = table.specs()
     pruner = ManifestPruner(specs, schema, row_filter, case_sensitive)
-    entries = pruner.select_entries(snapshot.manifests(table.io), table.io, metrics)
+    entries = pruner.select_entries(cached_manifests(snapshot, table.io), table.io, metrics)
     delete_index = DeleteFileIndex(specs, table.schema())
     for delete_entry in entries.delete_entries:
         delete_index.add(delete_entry)

@@ -160,7 +160,7 @@ class _RecordingStream:
 
     def read(self, size: int = -1) -> bytes:
         offset = self._inner.tell()
-        data = self._inner.read(size)
+        data = self._inner.read() if size is None or size < 0 else self._inner.read(size)
         self._log.reads.append((self._path, offset, len(data)))
         return data
 

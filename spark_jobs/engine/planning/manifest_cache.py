@@ -1,0 +1,75 @@
+"""Manifest lists and live manifest entries, read once per process.
+
+Manifest lists and manifests are immutable, and one process often plans many scans over the same ones (a session
+reading a table several times, sensors polling it, time travel), so what was read from each is kept in a bounded
+cache (``bounded_cache``). Cached entries are shared between scans: callers must not modify them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import ManifestEntry, ManifestFile
+from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.utils.concurrent import ExecutorFactory
+
+from spark_jobs.engine.bounded_cache import BoundedCache, max_bytes_from_environment
+from spark_jobs.engine.planning.manifest_entries import read_live_entries
+
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+MAX_BYTES_ENV_VAR = "ICEBERG_MANIFEST_CACHE_MAX_BYTES"
+# Python objects decoded from an Avro manifest take about this many times its file size (measured on manifests with
+# column statistics; an estimate is enough to bound the cache).
+DECODED_BYTES_PER_FILE_BYTE = 10
+MANIFEST_LIST_ENTRY_BYTES = 2048  # a ManifestFile object with its partition summaries, roughly
+
+_PROCESS_CACHE = BoundedCache(max_bytes_from_environment(MAX_BYTES_ENV_VAR, DEFAULT_MAX_BYTES))
+
+
+def manifest_cache() -> BoundedCache:
+    """The manifest cache shared by every scan planned in this process."""
+    return _PROCESS_CACHE
+
+
+def cached_manifests(snapshot: Snapshot, io: FileIO) -> tuple[ManifestFile, ...]:
+    """The manifests listed by the snapshot's manifest list."""
+    if snapshot.manifest_list is None:
+        return tuple(snapshot.manifests(io))  # v1 snapshots may list manifests inline
+
+    def load() -> tuple[tuple[ManifestFile, ...], int]:
+        manifests = tuple(snapshot.manifests(io))
+        return manifests, MANIFEST_LIST_ENTRY_BYTES * max(1, len(manifests))
+
+    return _PROCESS_CACHE.get_or_load(("manifest-list", snapshot.manifest_list), load)
+
+
+def cached_live_entries(manifests: Sequence[ManifestFile], io: FileIO) -> list[tuple[ManifestEntry, ...]]:
+    """Each manifest's live entries (``manifest_entries.read_live_entries``), shared by every scan that reads it.
+
+    Manifests not cached yet are read on pyiceberg's shared thread pool when there are several.
+    """
+    missing = [manifest for manifest in manifests if _entries_key(manifest) not in _PROCESS_CACHE]
+    if len(missing) > 1:
+        executor = ExecutorFactory.get_or_create()
+        list(executor.map(lambda manifest: _live_entries(manifest, io), missing))
+    return [_live_entries(manifest, io) for manifest in manifests]
+
+
+def _live_entries(manifest: ManifestFile, io: FileIO) -> tuple[ManifestEntry, ...]:
+    def load() -> tuple[tuple[ManifestEntry, ...], int]:
+        return tuple(read_live_entries(manifest, io)), manifest.manifest_length * DECODED_BYTES_PER_FILE_BYTE
+
+    return _PROCESS_CACHE.get_or_load(_entries_key(manifest), load)
+
+
+def _entries_key(manifest: ManifestFile) -> tuple[object, ...]:
+    """The path, and what entries inherit from the manifest list (a manifest listed differently is not stale)."""
+    return (
+        "manifest",
+        manifest.manifest_path,
+        manifest.manifest_length,
+        manifest.sequence_number,
+        manifest.added_snapshot_id,
+        manifest.partition_spec_id,
+    )

@@ -1,0 +1,64 @@
+"""Manifest lists and manifest entries are read once per process, and a new snapshot's manifests are seen."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from spark_jobs.engine.planning.manifest_cache import cached_live_entries, cached_manifests, manifest_cache
+from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.planning.scan_planner import plan_scan
+from tests.spark_jobs.engine.deletes.delete_file_writers import RecordingFileIO
+
+
+@pytest.fixture
+def table(sql_catalog):
+    sql_catalog.create_namespace("db")
+    created = sql_catalog.create_table("db.t", schema=pa.schema([pa.field("id", pa.int64())]))
+    created.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    return sql_catalog.load_table("db.t")
+
+
+def _metadata_files_opened(io: RecordingFileIO) -> list[str]:
+    return [path for path in io.log.opened if path.endswith(".avro")]
+
+
+def test_second_read_of_a_snapshot_opens_no_manifest_list_or_manifest(table) -> None:
+    manifest_cache().clear()
+    snapshot = table.current_snapshot()
+    io = RecordingFileIO()
+
+    first = [cached_live_entries(cached_manifests(snapshot, io), io)]
+    opened_first = _metadata_files_opened(io)
+    second = [cached_live_entries(cached_manifests(snapshot, io), io)]
+
+    assert len(opened_first) == 2  # the manifest list and the one manifest
+    assert _metadata_files_opened(io) == opened_first  # nothing more
+    assert second == first
+
+
+def test_cached_entries_equal_a_fresh_read(table) -> None:
+    manifest_cache().clear()
+    manifests = cached_manifests(table.current_snapshot(), table.io)
+    cached_live_entries(manifests, table.io)
+
+    cached = cached_live_entries(manifests, table.io)
+    fresh = [tuple(read_live_entries(manifest, table.io)) for manifest in manifests]
+
+    assert [[entry.data_file.file_path for entry in entries] for entries in cached] == [
+        [entry.data_file.file_path for entry in entries] for entries in fresh
+    ]
+    assert [[entry.sequence_number for entry in entries] for entries in cached] == [
+        [entry.sequence_number for entry in entries] for entries in fresh
+    ]
+
+
+def test_a_later_snapshot_plans_its_new_files(table) -> None:
+    plan_scan(table, table.current_snapshot())  # caches the first snapshot's manifests
+    table.append(pa.table({"id": pa.array([4, 5], pa.int64())}))
+    table = table.refresh()
+
+    plan = plan_scan(table, table.current_snapshot())
+
+    assert sum(data_file.record_count for task in plan.tasks for data_file in task.slices) == 5
+    assert len({data_file.path for task in plan.tasks for data_file in task.slices}) == 2
