@@ -114,6 +114,7 @@ def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetr
         metrics=metrics,
         batch_size=context.batch_size,
         name_mapping_json=context.name_mapping_json,
+        output_schema=context.output_schema,
     )
 
 

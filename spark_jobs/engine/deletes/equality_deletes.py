@@ -44,6 +44,9 @@ _DENSE_SPAN_PER_KEY = 64
 _DENSE_MAX_SPAN = 1 << 23
 # Single integer keys get a membership bitmap when their range needs at most this many bits (16 MiB).
 _BITMAP_MAX_SPAN = 1 << 27
+_BIT_OF_SLOT = np.left_shift(1, np.arange(8)).astype(np.uint8)  # bit ``slot & 7`` of a bitmap byte
+# Rows probed per block: the block's offsets stay in the CPU caches, and no temporary is allocated per block.
+_PROBE_BLOCK_ROWS = 1 << 16
 _ENTRY_OVERHEAD_BYTES = 100
 
 
@@ -104,7 +107,8 @@ class EqualityDeleteSet:
         if not self._combined_values and pa.types.is_integer(key_columns[0].type):
             lookup, column = self._integer_lookup(0, key_columns[0])
             if lookup is not None:
-                return ~lookup.contains(column)
+                member = lookup.contains(column)
+                return np.logical_not(member, out=member)
         first_codes = self._column_codes(0, key_columns[0])
         if not self._combined_values:
             return np.asarray(pc.is_null(first_codes).to_numpy(zero_copy_only=False), dtype=bool)
@@ -215,7 +219,8 @@ class _IntegerCodeLookup:
     2. otherwise: binary search of the batch, sorted first (unsorted probes defeat the search's locality).
 
     Membership alone (one key column) uses a bitmap of ``value - min`` when the range fits ``_BITMAP_MAX_SPAN`` bits:
-    random probes into an eighth of a byte per slot stay in the CPU caches, where a table of codes does not.
+    random probes into an eighth of a byte per slot stay in the CPU caches, where a table of codes (or of bytes)
+    does not. Rows are probed in blocks through buffers allocated once per call.
     """
 
     def __init__(self, values: pa.Array) -> None:
@@ -243,9 +248,8 @@ class _IntegerCodeLookup:
     @property
     def nbytes(self) -> int:
         """Bytes held by the lookup structures."""
-        dense = self._dense_table.nbytes if self._dense_table is not None else 0
-        bitmap = self._bitmap.nbytes if self._bitmap is not None else 0
-        return dense + bitmap + self._sorted_values.nbytes + self._codes_of_sorted.nbytes
+        structures = [self._dense_table, self._bitmap, self._sorted_values, self._codes_of_sorted]
+        return sum(structure.nbytes for structure in structures if structure is not None)
 
     def contains(self, column: pa.Array) -> np.ndarray:
         """For each row, whether the set holds its value (a NULL row: whether the set holds NULL)."""
@@ -253,10 +257,33 @@ class _IntegerCodeLookup:
             return np.asarray(self.codes(column).is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         filled = pc.fill_null(column, 0) if column.null_count else column
         data = filled.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-        offsets = data - self._minimum
-        in_range = (offsets >= 0) & (offsets < self._span)
-        slots = np.clip(offsets, 0, self._span - 1)
-        member = ((self._bitmap[slots >> 3] >> (slots & 7).astype(np.uint8)) & 1).astype(bool) & in_range
+        member = np.empty(len(data), dtype=bool)
+        block_rows = min(len(data), _PROBE_BLOCK_ROWS)
+        offsets_buffer, slots_buffer = np.empty(block_rows, dtype=np.int64), np.empty(block_rows, dtype=np.int64)
+        bytes_buffer, bits_buffer = np.empty(block_rows, dtype=np.uint8), np.empty(block_rows, dtype=np.uint8)
+        for start in range(0, len(data), _PROBE_BLOCK_ROWS):
+            block = data[start : start + _PROBE_BLOCK_ROWS]
+            rows = len(block)
+            offsets, slots, bitmap_bytes, bits = (
+                offsets_buffer[:rows],
+                slots_buffer[:rows],
+                bytes_buffer[:rows],
+                bits_buffer[:rows],
+            )
+            np.subtract(block, self._minimum, out=offsets)
+            in_range = None
+            if offsets.min() < 0 or offsets.max() >= self._span:
+                in_range = (offsets >= 0) & (offsets < self._span)
+                np.clip(offsets, 0, self._span - 1, out=offsets)
+            np.right_shift(offsets, 3, out=slots)
+            np.take(self._bitmap, slots, out=bitmap_bytes)
+            np.bitwise_and(offsets, 7, out=slots)
+            np.take(_BIT_OF_SLOT, slots, out=bits)
+            np.bitwise_and(bitmap_bytes, bits, out=bitmap_bytes)
+            block_member = member[start : start + rows]
+            np.not_equal(bitmap_bytes, 0, out=block_member)
+            if in_range is not None:
+                block_member &= in_range
         if column.null_count:
             member[~np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = self._null_code >= 0
         return member

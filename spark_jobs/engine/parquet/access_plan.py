@@ -3,28 +3,42 @@
 Every pruning stage refines the same plan and never widens it:
 
 1. The plan starts with every row group scanned whole.
-2. A stage may ``skip`` a row group (nothing in it can match) or ``select`` rows of it: a boolean mask over the
-   row group's rows, ANDed with any selection already there.
+2. A stage may ``skip`` a row group (nothing in it can match), ``select`` rows of it (a boolean mask over the row
+   group's rows, ANDed with any selection already there), or ``delete_rows`` by position (deletes: a few rows out
+   of many, kept as sorted positions until a mask is needed, so a scan with 2% deleted rows builds one mask per
+   decoded run instead of one per stage and row group).
 3. A selection that keeps no row turns into a skip; readers then see, per row group, ``None`` (skip),
-   ``ALL_ROWS`` (scan whole) or a numpy boolean mask (scan, keep the True rows).
+   ``ALL_ROWS`` (scan whole) or a numpy boolean mask (scan, keep the True rows); ``run_selection`` gives one mask
+   over several row groups decoded together.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 ALL_ROWS = "all"
 
 
+@dataclass(frozen=True)
+class _DeletedRows:
+    """Every row of the row group except these sorted, unique positions (at least one row remains)."""
+
+    positions: np.ndarray
+
+
+_Selection = str | np.ndarray | _DeletedRows | None
+
+
 class AccessPlan:
-    """Per row group: skipped, scanned whole, or scanned with a boolean row selection."""
+    """Per row group: skipped, scanned whole, or scanned with a row selection."""
 
     def __init__(self, row_group_num_rows: list[int]) -> None:
         self.row_group_num_rows = row_group_num_rows
         self.row_group_first_rows = [0, *np.cumsum(row_group_num_rows, dtype=np.int64).tolist()][:-1]
-        self._selections: list[str | np.ndarray | None] = [ALL_ROWS] * len(row_group_num_rows)
+        self._selections: list[_Selection] = [ALL_ROWS] * len(row_group_num_rows)
 
     def __len__(self) -> int:
         return len(self._selections)
@@ -35,7 +49,10 @@ class AccessPlan:
 
     def selection(self, row_group: int) -> str | np.ndarray | None:
         """None when skipped, ``ALL_ROWS`` when scanned whole, else a boolean mask of the rows to keep."""
-        return self._selections[row_group]
+        selection = self._selections[row_group]
+        if isinstance(selection, _DeletedRows):
+            return self._mask_of(row_group, selection)
+        return selection
 
     def skip(self, row_group: int) -> None:
         """Mark a row group as skipped: no row of it is read."""
@@ -43,7 +60,7 @@ class AccessPlan:
 
     def select(self, row_group: int, keep: np.ndarray) -> None:
         """Keep only rows where ``keep`` is True (ANDed with the current selection); skip when none remain."""
-        current = self._selections[row_group]
+        current = self.selection(row_group)
         if current is None:
             return
         if len(keep) != self.row_group_num_rows[row_group]:
@@ -58,6 +75,39 @@ class AccessPlan:
         else:
             self._selections[row_group] = combined
 
+    def delete_rows(self, row_group: int, positions: np.ndarray) -> None:
+        """Drop the rows at these sorted, unique positions (relative to the row group); skip when none remain."""
+        current = self._selections[row_group]
+        if current is None or not len(positions):
+            return
+        num_rows = self.row_group_num_rows[row_group]
+        if positions[0] < 0 or positions[-1] >= num_rows:
+            raise ValueError(f"deleted positions outside row group {row_group} of {num_rows} rows")
+        if isinstance(current, np.ndarray):
+            self.select(row_group, self._mask_of(row_group, _DeletedRows(positions)))
+            return
+        if isinstance(current, _DeletedRows):
+            positions = np.union1d(current.positions, positions)
+        self._selections[row_group] = None if len(positions) >= num_rows else _DeletedRows(positions)
+
+    def run_selection(self, row_groups: Sequence[int]) -> str | np.ndarray:
+        """The selections of scanned row groups read one after the other: ``ALL_ROWS``, or one mask over them all."""
+        selections = [self._selections[row_group] for row_group in row_groups]
+        if any(selection is None for selection in selections):
+            raise ValueError(f"row groups {list(row_groups)} include a skipped one")
+        if all(isinstance(selection, str) for selection in selections):
+            return ALL_ROWS
+        mask = np.ones(sum(self.row_group_num_rows[row_group] for row_group in row_groups), dtype=bool)
+        offset = 0
+        for row_group, selection in zip(row_groups, selections, strict=True):
+            num_rows = self.row_group_num_rows[row_group]
+            if isinstance(selection, _DeletedRows):
+                mask[offset + selection.positions] = False
+            elif isinstance(selection, np.ndarray):
+                mask[offset : offset + num_rows] = selection
+            offset += num_rows
+        return mask
+
     def scanned_row_groups(self) -> Iterator[int]:
         """Indexes of the row groups still to read, in file order."""
         return (index for index, selection in enumerate(self._selections) if selection is not None)
@@ -69,4 +119,11 @@ class AccessPlan:
             return 0
         if isinstance(selection, str):
             return self.row_group_num_rows[row_group]
+        if isinstance(selection, _DeletedRows):
+            return self.row_group_num_rows[row_group] - len(selection.positions)
         return int(np.count_nonzero(selection))
+
+    def _mask_of(self, row_group: int, deleted: _DeletedRows) -> np.ndarray:
+        mask = np.ones(self.row_group_num_rows[row_group], dtype=bool)
+        mask[deleted.positions] = False
+        return mask

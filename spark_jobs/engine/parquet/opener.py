@@ -7,13 +7,15 @@
    ``[start, start + length)`` (``row_groups_pruned_by_range``).
 3. With a row filter: prune row groups by statistics, then by bloom filters (``=``/IN), then rows and row groups by
    the page index.
-4. Turn deleted positions into per-row-group selections (``np.searchsorted`` on the sorted positions); a row group
-   whose selected rows are all deleted is skipped unread.
+4. Hand each row group its deleted positions (``np.searchsorted`` on the sorted positions; the plan keeps them as
+   positions until a unit's mask is built); a row group whose selected rows are all deleted is skipped unread.
 5. Per row group, drop the filter conjuncts its statistics prove true for every row (``predicates.must_match``).
-6. Without anything left to evaluate, take the plain path: read the projected columns (row groups decoded ahead on
-   helper threads), drop deleted rows, project, yield. Otherwise, per row group, evaluate equality delete sets and
-   then filter conjuncts (cheapest first) on the surviving rows, reading each predicate's columns just before it
-   runs; read the other projected columns only when rows survive, and keep exactly those rows.
+6. Cut the scanned row groups into decoding units (``_read_units``): a row group with filter conjuncts left is a unit
+   of its own; consecutive others (nothing to evaluate, or equality delete sets only, which rarely drop a whole row
+   group) form runs of up to ``RUN_MAX_COMPRESSED_BYTES``, decoded by one call. Units decode ahead on helper
+   threads. Per unit: evaluate equality delete sets and then filter conjuncts (cheapest first) on the surviving
+   rows, reading each predicate's columns just before it runs (a run reads all its columns at once); read the other
+   projected columns only when rows survive, and keep exactly those rows (deleted positions included).
 7. Yield record batches of at most ``batch_size`` rows with the output fields in order, in read-schema types.
 
 Counting: ``rows_deleted_by_position_deletes`` (or ``..._by_deletion_vectors``, per ``deleted_positions_kind``)
@@ -64,6 +66,9 @@ from spark_jobs.engine.schema_projection import file_schema_of, output_arrow_sch
 from spark_jobs.engine.tasks import DataFileSlice
 
 DELETED_POSITIONS_KINDS = ("position_deletes", "deletion_vectors")
+# Consecutive row groups without filter conjuncts are decoded by one call, up to this many compressed bytes of the
+# columns they need (one row group always): fewer, larger decoding calls, and bounded memory per call.
+RUN_MAX_COMPRESSED_BYTES = 8 * 1024 * 1024
 
 
 def read_data_file(
@@ -79,10 +84,12 @@ def read_data_file(
     batch_size: int = 131072,
     deleted_positions_kind: str = "position_deletes",
     name_mapping_json: str | None = None,
+    output_schema: pa.Schema | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of the slice's rows that match ``row_filter``, minus deleted rows, projected by field id.
 
     ``name_mapping_json`` is the table's ``schema.name-mapping.default``, for files written without field ids.
+    ``output_schema`` is ``output_arrow_schema(read_schema, output_field_ids)`` when the caller has it already.
     """
     if deleted_positions_kind not in DELETED_POSITIONS_KINDS:
         raise UserInputError(
@@ -94,7 +101,8 @@ def read_data_file(
             f"output field ids {sorted(set(output_field_ids) - top_level_ids)} are not top-level fields of the read "
             f"schema (top-level ids: {sorted(top_level_ids)})"
         )
-    output_schema = output_arrow_schema(read_schema, output_field_ids)
+    if output_schema is None:
+        output_schema = output_arrow_schema(read_schema, output_field_ids)
     filter_node = translate_filter(row_filter)
     with open_input(io, data_file.path) as stream:
         footer, cache_hit, footer_bytes_read = cached_footer(stream, data_file.path, data_file.file_size_in_bytes)
@@ -124,33 +132,39 @@ def read_data_file(
             for row_group in scanned
         }
         output_top_level_ids = list(output_field_ids)
+        units = _read_units(scanned, predicates_by_row_group, metadata, resolver, output_top_level_ids)
+        # pre_buffer coalesces the column chunk reads of one call into few ranged reads: for object stores; on a
+        # local disk it only adds a copy.
+        pre_buffer = native_file and not _is_local(data_file.path)
 
-        def decode_row_group(row_group: int, row_group_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
-            # Own reader (and, when decoding ahead, own counters) per call: row groups may decode on several threads.
-            # pre_buffer coalesces the column chunk reads of one call into few ranged reads (object stores). Arrow's
-            # threads (pre-buffering, parallel column decoding) are used for Arrow-native files only: with a Python
-            # file object they may still hold it at interpreter exit and abort the process.
-            parquet_file = pq.ParquetFile(stream, metadata=metadata, pre_buffer=native_file)
+        def decode_unit(unit: list[int], unit_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
+            # Own reader (and, when decoding ahead, own counters) per call: units may decode on several threads.
+            # Arrow's threads (pre-buffering, parallel column decoding) are used for Arrow-native files only: with a
+            # Python file object they may still hold it at interpreter exit and abort the process.
+            parquet_file = pq.ParquetFile(stream, metadata=metadata, pre_buffer=pre_buffer)
             columns = RowGroupColumns(
-                parquet_file, row_group, resolver, row_group_metrics, data_file.path, use_threads=native_file
+                parquet_file, unit, resolver, unit_metrics, data_file.path, use_threads=native_file
             )
-            predicates = predicates_by_row_group[row_group]
-            keep = surviving_rows(columns, plan.selection(row_group), predicates, resolver, row_group_metrics)
+            predicates = predicates_by_row_group[unit[0]]
+            if not _needs_late_materialization(predicates):
+                # Nothing here is likely to drop the whole unit: decode every column it needs in one call.
+                columns.load([*output_top_level_ids, *resolver.top_level_ids(_field_ids_of(predicates))])
+            keep = surviving_rows(columns, plan.run_selection(unit), predicates, resolver, unit_metrics)
             if keep is not None and not keep.any():
-                return None, row_group_metrics
+                return None, unit_metrics
             columns.load(output_top_level_ids)
             arrays = [columns.columns[field_id] for field_id in output_top_level_ids]
             if keep is not None:
                 arrays = [select_rows(array, keep) for array in arrays]
-            return pa.Table.from_arrays(arrays, schema=output_schema), row_group_metrics
+            return pa.Table.from_arrays(arrays, schema=output_schema), unit_metrics
 
-        # Decode the next row groups on helper threads while this one is consumed (each call has its own reader and
+        # Decode the next units on helper threads while this one is consumed (each call has its own reader and
         # counters). Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
-        read_ahead = len(scanned) > 1 and native_file
+        read_ahead = len(units) > 1 and native_file
         if read_ahead:
-            decoded = map_ahead(lambda row_group: decode_row_group(row_group, ScanMetrics()), scanned)
+            decoded = map_ahead(lambda unit: decode_unit(unit, ScanMetrics()), units)
         else:
-            decoded = (decode_row_group(row_group, metrics) for row_group in scanned)
+            decoded = (decode_unit(unit, metrics) for unit in units)
         try:
             for table, row_group_metrics in decoded:
                 if row_group_metrics is not metrics:
@@ -240,15 +254,63 @@ def _select_undeleted_rows(plan: AccessPlan, deleted_positions: np.ndarray, kind
         low, high = np.searchsorted(positions, [first_row, first_row + row_count])
         if low == high:
             continue
-        keep = np.ones(row_count, dtype=bool)
-        keep[positions[low:high] - first_row] = False
         rows_before = plan.selected_row_count(row_group)
-        plan.select(row_group, keep)
+        plan.delete_rows(row_group, positions[low:high] - first_row)
         removed = rows_before - plan.selected_row_count(row_group)
         if kind == "deletion_vectors":
             metrics.rows_deleted_by_deletion_vectors += removed
         else:
             metrics.rows_deleted_by_position_deletes += removed
+
+
+def _read_units(
+    scanned: list[int],
+    predicates_by_row_group: dict[int, list[RowPredicate]],
+    metadata: pq.FileMetaData,
+    resolver: FileColumnResolver,
+    output_top_level_ids: list[int],
+) -> list[list[int]]:
+    """The scanned row groups cut into units decoded by one call each, in file order.
+
+    A row group with filter conjuncts left to evaluate is a unit of its own (late materialization). Consecutive
+    others (no predicate, or equality delete sets only) form runs of up to ``RUN_MAX_COMPRESSED_BYTES`` of the
+    columns they need: one decoding call per run costs less than one per row group.
+    """
+    units: list[list[int]] = []
+    run: list[int] = []
+    run_bytes = 0
+    for row_group in scanned:
+        predicates = predicates_by_row_group[row_group]
+        if _needs_late_materialization(predicates):
+            if run:
+                units.append(run)
+                run, run_bytes = [], 0
+            units.append([row_group])
+            continue
+        needed = {*output_top_level_ids, *resolver.top_level_ids(_field_ids_of(predicates))}
+        row_group_bytes = resolver.compressed_bytes(metadata.row_group(row_group), needed)
+        if run and run_bytes + row_group_bytes > RUN_MAX_COMPRESSED_BYTES:
+            units.append(run)
+            run, run_bytes = [], 0
+        run.append(row_group)
+        run_bytes += row_group_bytes
+    if run:
+        units.append(run)
+    return units
+
+
+def _needs_late_materialization(predicates: Sequence[RowPredicate]) -> bool:
+    """True when a filter conjunct is left: it may reject whole row groups, so read its columns first."""
+    return any(predicate.kind != "equality_delete" for predicate in predicates)
+
+
+def _field_ids_of(predicates: Sequence[RowPredicate]) -> set[int]:
+    return {field_id for predicate in predicates for field_id in predicate.field_ids}
+
+
+def _is_local(path: str) -> bool:
+    """True for a path on the local file system (no scheme, or ``file:``)."""
+    return "://" not in path or path.startswith("file:")
 
 
 def _predicates_to_evaluate(

@@ -1,12 +1,14 @@
-"""Decode the columns of one row group on demand, projected to the read schema, and serve them by field id.
+"""Decode the columns of a run of row groups on demand, projected to the read schema, and serve them by field id.
 
-Late materialization asks for columns in several rounds (a predicate's columns, then the rest); this reader:
+Late materialization asks for columns of one row group in several rounds (a predicate's columns, then the rest);
+row groups without filter conjuncts are read in runs of several, one decoding call per run. This reader:
 
 1. Resolves each top-level read field once per file: an identity partition constant (never read from the file), a
    file column with the same field id (read by its name in the file), or a field the file lacks (NULLs or the
    initial default).
-2. Reads, in one ``read_row_group`` call per round, only the file columns not read yet, projects each onto its read
-   field (``schema_projection.project_column``) and keeps the result for later rounds.
+2. Reads, in one ``read_row_groups`` call per round, only the file columns not read yet, projects each onto its
+   read field (``schema_projection.project_column``) and keeps the result for later rounds. Over a run, each column
+   is a chunked array with the run's row groups one after the other.
 3. Serves a nested primitive field (inside structs) by walking the projected struct columns; a NULL parent makes the
    child NULL.
 4. Counts the compressed bytes and rows it decoded.
@@ -14,7 +16,7 @@ Late materialization asks for columns in several rounds (a predicate's columns, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,12 +108,12 @@ class FileColumnResolver:
 
 
 class RowGroupColumns:
-    """The projected columns of one row group, decoded on first request and kept for later rounds."""
+    """The projected columns of a run of row groups (often one), decoded on first request and kept for later rounds."""
 
     def __init__(
         self,
         parquet_file: pq.ParquetFile,
-        row_group: int,
+        row_groups: Sequence[int],
         resolver: FileColumnResolver,
         metrics: ScanMetrics,
         source: str,
@@ -120,12 +122,13 @@ class RowGroupColumns:
     ) -> None:
         self.parquet_file = parquet_file
         self.use_threads = use_threads  # decode columns on Arrow's threads (never for Python file objects)
-        self.row_group = row_group
+        self.row_groups = list(row_groups)
         self.resolver = resolver
         self.metrics = metrics
         self.source = source
-        self.row_group_metadata = parquet_file.metadata.row_group(row_group)
-        self.num_rows = self.row_group_metadata.num_rows
+        self.row_groups_metadata = [parquet_file.metadata.row_group(index) for index in self.row_groups]
+        self.row_group_metadata = self.row_groups_metadata[0]  # predicate costs are estimated on the first
+        self.num_rows = sum(metadata.num_rows for metadata in self.row_groups_metadata)
         self.columns: dict[int, ArrowColumn] = {}
         self._rows_counted = False
 
@@ -137,8 +140,10 @@ class RowGroupColumns:
         from_file = [field_id for field_id in wanted if field_id in self.resolver.file_fields]
         if from_file:
             names = [self.resolver.file_fields[field_id].name for field_id in from_file]
-            table = self.parquet_file.read_row_group(self.row_group, columns=names, use_threads=self.use_threads)
-            self.metrics.bytes_read += self.resolver.compressed_bytes(self.row_group_metadata, from_file)
+            table = self.parquet_file.read_row_groups(self.row_groups, columns=names, use_threads=self.use_threads)
+            self.metrics.bytes_read += sum(
+                self.resolver.compressed_bytes(metadata, from_file) for metadata in self.row_groups_metadata
+            )
             if not self._rows_counted:
                 self.metrics.rows_read += self.num_rows
                 self._rows_counted = True

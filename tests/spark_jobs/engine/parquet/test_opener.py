@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyiceberg.expressions import (
@@ -40,6 +42,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
 from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.parquet import opener
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
 from spark_jobs.engine.parquet.opener import read_data_file, row_group_start_offset
 from spark_jobs.engine.tasks import DataFileSlice
@@ -375,12 +378,69 @@ def test_plain_path_with_deletes_keeps_order_across_read_ahead(tmp_path: Path, r
     FOOTER_CACHE.clear()
     data_file = _write(tmp_path / "r.parquet", rows, row_group_size, 4, True)
     deleted = np.array(sorted(data.draw(st.sets(st.integers(0, len(rows) - 1)))), dtype=np.int64)
-    batches, metrics = _read_all(data_file, None, deleted, output=(4, 3), batch_size=batch_size)
+    # 1 byte: every row group is a unit of its own, decoded ahead on threads; else runs of row groups.
+    run_bytes = data.draw(st.sampled_from([1, 10**9]))
+    with _run_max_compressed_bytes(run_bytes):
+        batches, metrics = _read_all(data_file, None, deleted, output=(4, 3), batch_size=batch_size)
     expected = [(p, s) for p, (_, _, s) in enumerate(rows) if p not in set(deleted.tolist())]
     assert [(row["pos"], row["s"]) for batch in batches for row in batch.to_pylist()] == expected
     assert all(batch.num_rows <= batch_size for batch in batches)
     assert metrics.rows_deleted_by_position_deletes == len(deleted)
     assert metrics.rows_out == len(expected)
+
+
+@contextlib.contextmanager
+def _run_max_compressed_bytes(value: int) -> Iterator[None]:
+    saved = opener.RUN_MAX_COMPRESSED_BYTES
+    opener.RUN_MAX_COMPRESSED_BYTES = value
+    try:
+        yield
+    finally:
+        opener.RUN_MAX_COMPRESSED_BYTES = saved
+
+
+def _count_decoding_calls(monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
+    """Record the row groups of every ``read_row_groups`` call (real reads still happen)."""
+    calls: list[list[int]] = []
+    real = pq.ParquetFile.read_row_groups
+
+    def recording(self, row_groups, *args, **kwargs):
+        calls.append(list(row_groups))
+        return real(self, row_groups, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", recording)
+    return calls
+
+
+def test_row_groups_without_filter_conjuncts_decode_in_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [(i % 4, float(i), f"v{i}") for i in range(100)]
+    data_file = _write(tmp_path / "runs.parquet", rows, 10, 5, True)
+    calls = _count_decoding_calls(monkeypatch)
+    deleted = np.array([3, 45, 99], dtype=np.int64)
+
+    batches, metrics = _read_all(data_file, None, deleted, (DeleteIntValues(frozenset({2})),))
+
+    assert calls == [list(range(10))]  # deletes of every kind, one call for all ten row groups
+    positions = [position for batch in batches for position in batch.column(0).to_pylist()]
+    assert positions == [p for p in range(100) if p not in {3, 45, 99} and p % 4 != 2]
+    assert metrics.rows_read == 100
+
+    calls.clear()
+    with _run_max_compressed_bytes(1):
+        again, _ = _read_all(data_file, None, deleted, (DeleteIntValues(frozenset({2})),))
+    assert sorted(calls) == [[index] for index in range(10)]  # decoded ahead on threads, in any order
+    assert pa.Table.from_batches(again).equals(pa.Table.from_batches(batches))
+
+    calls.clear()
+    # i != 1 holds for no whole row group (each spans 0..3): late materialization, row group by row group.
+    _read_all(data_file, NotEqualTo("i", 1), None)
+    assert [call for call in calls if len(call) > 1] == []
+    assert {index for call in calls for index in call} == set(range(10))
+
+    calls.clear()
+    # s != 'v7' is proven by the statistics of every row group but the first: those nine decode as one run.
+    _read_all(data_file, NotEqualTo("s", "v7"), None)
+    assert list(range(1, 10)) in calls
 
 
 def test_a_consumer_stopping_early_closes_cleanly(tmp_path: Path) -> None:

@@ -59,7 +59,7 @@ def test_columns_load_once_nested_children_inherit_nulls_and_constants_are_not_r
     leaves = file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)
     resolver = FileColumnResolver(READ_SCHEMA, file_schema_of(parquet_file.schema_arrow, str(path)), leaves, {5: "eu"})
     metrics = ScanMetrics()
-    columns = RowGroupColumns(parquet_file, 0, resolver, metrics, str(path))
+    columns = RowGroupColumns(parquet_file, [0], resolver, metrics, str(path))
 
     columns.load([2])
     point_bytes = metrics.bytes_read
@@ -71,3 +71,28 @@ def test_columns_load_once_nested_children_inherit_nulls_and_constants_are_not_r
     assert columns.field_column(5).to_pylist() == ["eu", "eu", "eu"]
     assert metrics.rows_read == 3
     assert resolver.top_level_ids([3, 5]) == {2, 5}
+
+
+def test_a_run_of_row_groups_is_read_as_one_column_each(tmp_path) -> None:
+    table = pa.table(
+        [pa.array(range(10)), pa.array([f"r{i}" for i in range(10)])],
+        schema=pa.schema([_field("id", pa.int64(), 1), _field("region", pa.string(), 5)]),
+    )
+    path = tmp_path / "run.parquet"
+    pq.write_table(table, path, row_group_size=4)
+    parquet_file = pq.ParquetFile(path)
+    leaves = file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)
+    resolver = FileColumnResolver(READ_SCHEMA, file_schema_of(parquet_file.schema_arrow, str(path)), leaves, {})
+    metrics = ScanMetrics()
+    columns = RowGroupColumns(parquet_file, [1, 2], resolver, metrics, str(path))
+
+    columns.load([1, 5])
+
+    assert columns.num_rows == 6
+    assert columns.field_column(1).to_pylist() == list(range(4, 10))
+    assert columns.field_column(5).to_pylist() == [f"r{i}" for i in range(4, 10)]
+    assert metrics.rows_read == 6
+    metadata = parquet_file.metadata
+    assert metrics.bytes_read == sum(
+        metadata.row_group(group).column(column).total_compressed_size for group in (1, 2) for column in (0, 1)
+    )
