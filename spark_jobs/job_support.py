@@ -101,6 +101,9 @@ def spark_session(app_name: str) -> Any:
     return session
 
 
+_ENGINE_SHIPPED_TO: set[str] = set()  # application ids of the SparkContexts the engine was shipped to
+
+
 def engine_zip() -> Path:
     """A zip of the ``spark_jobs`` package for executors without it installed (built once per process)."""
     package_dir = Path(__file__).resolve().parent
@@ -115,8 +118,15 @@ def engine_zip() -> Path:
 
 
 def engine_on_executors(spark: Any) -> None:
-    """Ship the engine to executors unless spark-submit already did (``--py-files`` naming spark_jobs*.zip)."""
-    py_files = spark.sparkContext.getConf().get("spark.submit.pyFiles", "") or ""
-    if any(Path(entry).name.startswith("spark_jobs") for entry in py_files.split(",") if entry):
+    """Ship the engine to executors unless spark-submit already did (``--py-files`` naming spark_jobs*.zip).
+
+    Once per SparkContext: a session that reads many times (``load`` per query) pays for it on its first read only.
+    """
+    context_id = spark.sparkContext.applicationId
+    if context_id in _ENGINE_SHIPPED_TO:
         return
-    spark.sparkContext.addPyFile(str(engine_zip()))
+    # One lookup (``getConf()`` would copy the whole configuration, an RPC to the JVM per entry).
+    py_files = spark.conf.get("spark.submit.pyFiles", "") or ""
+    if not any(Path(entry).name.startswith("spark_jobs") for entry in py_files.split(",") if entry):
+        spark.sparkContext.addPyFile(str(engine_zip()))
+    _ENGINE_SHIPPED_TO.add(context_id)

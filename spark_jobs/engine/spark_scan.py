@@ -21,12 +21,14 @@ from typing import Any
 import pyarrow as pa
 from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.read_session import ReadSession
 from spark_jobs.engine.scan import read_task
 from spark_jobs.engine.spark_source import conform_batch, spark_arrow_schema_of, spark_schema_of
+
+TASK_ROWS_SCHEMA = StructType([StructField("task binary", BinaryType(), nullable=False)])  # a pickled ScanTask per row
 
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -64,7 +66,10 @@ def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[D
     payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in session.tasks]
     if not payloads:
         return spark.createDataFrame([], spark_schema), accumulator
-    task_rows = spark.sparkContext.parallelize(payloads, numSlices=len(payloads)).toDF("task binary")
+    # An explicit schema: ``toDF`` with column names only would run a Spark job to infer the column's type.
+    task_rows = spark.createDataFrame(
+        spark.sparkContext.parallelize(payloads, numSlices=len(payloads)), TASK_ROWS_SCHEMA, verifySchema=False
+    )
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         metrics = ScanMetrics()

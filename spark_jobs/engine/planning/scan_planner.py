@@ -33,10 +33,9 @@ from spark_jobs.engine.planning.manifest_cache import cached_manifests
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.splitting import (
     SplitSettings,
+    adaptive_split_size,
     adaptive_split_size_enabled,
-    adjust_split_size,
     pack_slices,
-    slice_weight,
     split_data_file,
 )
 from spark_jobs.engine.snapshots import schema_for_snapshot
@@ -93,8 +92,7 @@ def plan_scan(
             metrics=scan_metrics,
         )
         if parallelism is not None and split_size is None and adaptive_split_size_enabled(table.properties):
-            scan_weight = sum(slice_weight(data_file, settings.open_file_cost) for data_file in slices)
-            settings = replace(settings, split_size=adjust_split_size(scan_weight, parallelism, settings.split_size))
+            settings = replace(settings, split_size=adaptive_split_size(slices, settings, parallelism))
         split_slices = [piece for data_file in slices for piece in split_data_file(data_file, settings.split_size)]
         tasks = pack_slices(split_slices, settings)
     scan_metrics.tasks += len(tasks)

@@ -18,11 +18,12 @@ Packing (Java: ``TableScanUtil.planTasks`` with ``BinPacking.PackingIterable``, 
 3. When more than ``lookback`` bins are open, the heaviest one (the first of equals) is closed and becomes a task.
 4. When the slices run out, the remaining bins become tasks in the order they were opened.
 
-Adaptive split size (Java: ``SparkScan.adjustSplitSize`` with ``TableScanUtil.adjustSplitSize``): when the reader
-knows its parallelism (the task slots that will run the scan), no split size was asked for and the table's
-``read.split.adaptive-size.enabled`` is not false, a scan whose weight would give fewer splits than slots uses
-``max(weight / parallelism, min(16 MiB, split size))`` instead, so that every slot gets a share of the work rather
-than one task doing most of it. Java measures the scan in bytes (data plus delete files); we measure it in the
+Adaptive split size (after Java's ``SparkScan.adjustSplitSize`` with ``TableScanUtil.adjustSplitSize``): when the
+reader knows its parallelism (the task slots that will run the scan), no split size was asked for and the table's
+``read.split.adaptive-size.enabled`` is not false, a scan lighter than a full split per slot uses the smallest split
+size, between ``max(weight / parallelism, min(16 MiB, split size))`` and the configured one, whose packing needs no
+more tasks than slots. Java only adjusts when the scan gives fewer splits than slots, which leaves e.g. 8 files of
+20 MiB on 2 slots as tasks of 6 and 2 files: the scan takes as long as the larger task. We measure the scan in the
 packer's weights (each file at least its open-file cost), so that a scan of many small files, which the packer
 already spreads over many tasks, is not cut into yet more: each Python task has a fixed cost.
 """
@@ -45,6 +46,7 @@ DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
 DEFAULT_LOOKBACK = 10
 MIN_ADAPTIVE_SPLIT_SIZE = 16 * 1024 * 1024
+ADAPTIVE_SPLIT_SIZE_STEP = 1024 * 1024  # adaptive split sizes are whole MiB
 
 
 @dataclass(frozen=True)
@@ -88,14 +90,33 @@ def adaptive_split_size_enabled(properties: Mapping[str, str]) -> bool:
     return raw == "true"
 
 
-def adjust_split_size(scan_size: int, parallelism: int, split_size: int) -> int:
-    """The split size to use for ``parallelism`` slots: unchanged when it already gives a split per slot."""
+def adaptive_split_size(slices: Sequence[DataFileSlice], settings: SplitSettings, parallelism: int) -> int:
+    """The split size that spreads ``slices`` over ``parallelism`` slots (rule in the module docstring)."""
     if parallelism <= 0:
         raise UserInputError(f"read parallelism must be positive, got {parallelism}")
-    split_count = -(-scan_size // split_size)
-    if split_count >= parallelism:
+    split_size = settings.split_size
+    scan_weight = sum(slice_weight(data_file, settings.open_file_cost) for data_file in slices)
+    if scan_weight >= parallelism * split_size:
         return split_size
-    return max(scan_size // parallelism, min(MIN_ADAPTIVE_SPLIT_SIZE, split_size))
+    smallest = max(-(-scan_weight // parallelism), min(MIN_ADAPTIVE_SPLIT_SIZE, split_size))
+    if smallest >= split_size:
+        return split_size
+
+    def task_count(size: int) -> int:
+        pieces = [piece for data_file in slices for piece in split_data_file(data_file, size)]
+        return len(pack_slices(pieces, replace(settings, split_size=size)))
+
+    if task_count(split_size) > parallelism:
+        return split_size  # more tasks than slots even at the configured size: keep it
+    # Binary search in steps of ADAPTIVE_SPLIT_SIZE_STEP (a few packings, not one per bit of a byte count).
+    low, high = -(-smallest // ADAPTIVE_SPLIT_SIZE_STEP), -(-split_size // ADAPTIVE_SPLIT_SIZE_STEP)
+    while low < high:
+        middle = (low + high) // 2
+        if task_count(middle * ADAPTIVE_SPLIT_SIZE_STEP) <= parallelism:
+            high = middle
+        else:
+            low = middle + 1
+    return min(split_size, max(smallest, high * ADAPTIVE_SPLIT_SIZE_STEP))
 
 
 def split_data_file(data_file: DataFileSlice, split_size: int) -> list[DataFileSlice]:

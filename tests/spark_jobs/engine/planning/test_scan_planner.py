@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pyarrow as pa
@@ -203,9 +204,11 @@ def test_split_size_adapts_to_the_readers_parallelism(sql_catalog):
 
     assert len(plan_scan(table, snapshot).tasks) == 1
     adapted = plan_scan(table, snapshot, parallelism=2, open_file_cost=0)
-    assert len(adapted.tasks) >= 2
+    assert len(adapted.tasks) == 2
     task_bytes = [sum(s.length for s in task.slices) for task in adapted.tasks]
-    assert max(task_bytes) <= data_file.file_size_in_bytes // 2 + 1
+    boundaries = [*data_file.split_offsets, data_file.file_size_in_bytes]
+    row_group_bytes = max(end - start for start, end in itertools.pairwise(boundaries))
+    assert max(task_bytes) - min(task_bytes) <= row_group_bytes  # halves, up to a row group boundary
     assert sum(task_bytes) == data_file.file_size_in_bytes
     # An explicit split size, or the table property set to false, keeps the plan as configured.
     assert len(plan_scan(table, snapshot, parallelism=2, split_size=128 * 1024 * 1024).tasks) == 1

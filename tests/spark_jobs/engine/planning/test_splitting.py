@@ -14,8 +14,8 @@ from spark_jobs.engine.planning.splitting import (
     DEFAULT_OPEN_FILE_COST,
     DEFAULT_SPLIT_SIZE,
     SplitSettings,
+    adaptive_split_size,
     adaptive_split_size_enabled,
-    adjust_split_size,
     pack_slices,
     slice_weight,
     split_data_file,
@@ -148,24 +148,46 @@ def test_bad_settings_are_user_errors():
 MIB = 1024 * 1024
 
 
-@pytest.mark.parametrize(
-    ("scan_size", "parallelism", "split_size", "expected"),
-    [
-        # 2 splits of 128 MiB already give one split per slot: unchanged.
-        (158 * MIB, 2, 128 * MIB, 128 * MIB),
-        # 1 split for 4 slots: a quarter of the scan each.
-        (100 * MIB, 4, 128 * MIB, 25 * MIB),
-        # A quarter would be below 16 MiB: 16 MiB is the floor.
-        (40 * MIB, 4, 128 * MIB, 16 * MIB),
-        # A configured size below the floor stays the floor's ceiling: max(40 MiB / 8, min(16 MiB, 1 MiB)).
-        (40 * MIB, 8, 1 * MIB, 1 * MIB),
-        # 200 slots (Java counts shuffle partitions): every split down to the 16 MiB floor.
-        (158 * MIB, 200, 128 * MIB, 16 * MIB),
-        (0, 2, 128 * MIB, 16 * MIB),
-    ],
-)
-def test_adjusted_split_size_follows_iceberg_javas_rule(scan_size, parallelism, split_size, expected):
-    assert adjust_split_size(scan_size, parallelism, split_size) == expected
+MIB_SETTINGS = SplitSettings(split_size=128 * MIB, open_file_cost=4 * MIB, lookback=DEFAULT_LOOKBACK)
+
+
+def _files(count: int, size: int) -> list[DataFileSlice]:
+    return [_file(size, path=f"f{index}.parquet") for index in range(count)]
+
+
+def _task_weights(slices: list[DataFileSlice], split_size: int) -> list[int]:
+    pieces = [piece for data_file in slices for piece in split_data_file(data_file, split_size)]
+    tasks = pack_slices(pieces, SplitSettings(split_size, MIB_SETTINGS.open_file_cost, MIB_SETTINGS.lookback))
+    return sorted(sum(piece.length for piece in task.slices) for task in tasks)
+
+
+def test_a_scan_lighter_than_a_split_per_slot_is_balanced_over_the_slots():
+    # 8 files of 20 MiB on 2 slots: the configured 128 MiB packs 6 + 2 files (Java keeps that); balanced, 4 + 4.
+    files = _files(8, 20 * MIB)
+    assert _task_weights(files, 128 * MIB) == [40 * MIB, 120 * MIB]
+    size = adaptive_split_size(files, MIB_SETTINGS, 2)
+    assert _task_weights(files, size) == [80 * MIB, 80 * MIB]
+    assert size == 80 * MIB  # the smallest size that packs into 2 tasks
+
+
+def test_one_large_file_is_split_over_the_slots_on_row_group_boundaries():
+    # 100 MiB in 25 row groups of 4 MiB, 4 slots: Java's rule (a quarter of the scan, 25 MiB) packs 4 tasks.
+    data_file = _file(100 * MIB, tuple(range(0, 100 * MIB, 4 * MIB)))
+    size = adaptive_split_size([data_file], MIB_SETTINGS, 4)
+    assert len(_task_weights([data_file], size)) <= 4
+    assert max(_task_weights([data_file], size)) <= 28 * MIB
+
+
+def test_a_scan_of_a_full_split_per_slot_or_more_keeps_the_configured_size():
+    assert adaptive_split_size(_files(20, 20 * MIB), MIB_SETTINGS, 2) == 128 * MIB
+    # 2,000 small files weigh their open cost each (8 GB in all): never cut further.
+    assert adaptive_split_size(_files(2000, 3_000), MIB_SETTINGS, 2) == 128 * MIB
+
+
+def test_the_split_size_never_drops_below_16_mib_nor_exceeds_the_configured_one():
+    assert adaptive_split_size(_files(4, 2 * MIB), MIB_SETTINGS, 4) == 16 * MIB
+    # 3 files of 100 MiB need 3 tasks even at 128 MiB: the configured size stays.
+    assert adaptive_split_size(_files(3, 100 * MIB), MIB_SETTINGS, 2) == 128 * MIB
 
 
 def test_adaptive_split_size_property_defaults_to_true_and_rejects_other_words():
@@ -175,4 +197,4 @@ def test_adaptive_split_size_property_defaults_to_true_and_rejects_other_words()
     with pytest.raises(UserInputError, match=r"read\.split\.adaptive-size\.enabled must be true or false, got 'yes'"):
         adaptive_split_size_enabled({"read.split.adaptive-size.enabled": "yes"})
     with pytest.raises(UserInputError, match="parallelism must be positive"):
-        adjust_split_size(10, 0, 10)
+        adaptive_split_size(_files(1, 10), MIB_SETTINGS, 0)
