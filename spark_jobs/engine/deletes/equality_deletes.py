@@ -45,6 +45,7 @@ _DENSE_MAX_SPAN = 1 << 23
 # Single integer keys get a membership bitmap when their range needs at most this many bits (16 MiB).
 _BITMAP_MAX_SPAN = 1 << 27
 _BIT_OF_SLOT = np.left_shift(1, np.arange(8)).astype(np.uint8)  # bit ``slot & 7`` of a bitmap byte
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 # Rows probed per block: the block's offsets stay in the CPU caches, and no temporary is allocated per block.
 _PROBE_BLOCK_ROWS = 1 << 16
 _ENTRY_OVERHEAD_BYTES = 100
@@ -241,8 +242,13 @@ class _IntegerCodeLookup:
         self._span = span
         self._bitmap: np.ndarray | None = None
         if 0 < span <= _BITMAP_MAX_SPAN:
-            members = np.zeros(span, dtype=bool)
-            members[present_values - self._minimum] = True
+            # One empty slot below the smallest value and one above the largest (where the int64 range allows):
+            # probes clipped into [low, high] land on an empty slot when out of range, so no range mask is needed.
+            maximum = self._minimum + span - 1
+            self._bitmap_low = self._minimum - 1 if self._minimum > _INT64_MIN else self._minimum
+            self._bitmap_high = maximum + 1 if maximum < _INT64_MAX else maximum
+            members = np.zeros(self._bitmap_high - self._bitmap_low + 1, dtype=bool)
+            members[present_values - self._bitmap_low] = True
             self._bitmap = np.packbits(members, bitorder="little")
 
     @property
@@ -270,20 +276,14 @@ class _IntegerCodeLookup:
                 bytes_buffer[:rows],
                 bits_buffer[:rows],
             )
-            np.subtract(block, self._minimum, out=offsets)
-            in_range = None
-            if offsets.min() < 0 or offsets.max() >= self._span:
-                in_range = (offsets >= 0) & (offsets < self._span)
-                np.clip(offsets, 0, self._span - 1, out=offsets)
+            np.clip(block, self._bitmap_low, self._bitmap_high, out=offsets)
+            np.subtract(offsets, self._bitmap_low, out=offsets)
             np.right_shift(offsets, 3, out=slots)
             np.take(self._bitmap, slots, out=bitmap_bytes)
             np.bitwise_and(offsets, 7, out=slots)
             np.take(_BIT_OF_SLOT, slots, out=bits)
             np.bitwise_and(bitmap_bytes, bits, out=bitmap_bytes)
-            block_member = member[start : start + rows]
-            np.not_equal(bitmap_bytes, 0, out=block_member)
-            if in_range is not None:
-                block_member &= in_range
+            np.not_equal(bitmap_bytes, 0, out=member[start : start + rows])
         if column.null_count:
             member[~np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = self._null_code >= 0
         return member

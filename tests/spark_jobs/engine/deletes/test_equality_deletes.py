@@ -81,6 +81,27 @@ def test_single_long_key(tmp_path: Path, io, cache: DeleteFileCache) -> None:
     ]
 
 
+INT64_MIN, INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [[10, 12, 20], [INT64_MIN, INT64_MIN + 2], [INT64_MAX - 2, INT64_MAX], [INT64_MIN, 5, INT64_MAX]],
+    ids=["small range", "at the int64 minimum", "at the int64 maximum", "whole int64 range"],
+)
+def test_long_keys_at_range_edges_match_exactly(tmp_path: Path, io, cache: DeleteFileCache, keys) -> None:
+    delete_set = _load_one(tmp_path, io, cache, {("id", 1): pa.array(keys, pa.int64())}, {1: LongType()})
+    probes = sorted(
+        {INT64_MIN, INT64_MIN + 1, INT64_MAX - 1, INT64_MAX, 0}
+        | {k + d for k in keys for d in (-1, 0, 1) if INT64_MIN <= k + d <= INT64_MAX}
+    )
+    # Long enough to span several probe blocks, in a shuffled order.
+    data = np.resize(np.array(probes, dtype=np.int64), 200_003)
+    np.random.default_rng(5).shuffle(data)
+
+    assert _surviving(delete_set, {1: pa.array(data)}) == [int(value) not in set(keys) for value in data]
+
+
 def test_composite_keys_match_on_every_column(tmp_path: Path, io, cache: DeleteFileCache) -> None:
     delete_set = _load_one(
         tmp_path,
