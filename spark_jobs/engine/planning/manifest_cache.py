@@ -49,11 +49,17 @@ def cached_live_entries(manifests: Sequence[ManifestFile], io: FileIO) -> list[t
 
     Manifests not cached yet are read on pyiceberg's shared thread pool when there are several.
     """
-    missing = [manifest for manifest in manifests if _entries_key(manifest) not in _PROCESS_CACHE]
+    missing = [index for index, manifest in enumerate(manifests) if _entries_key(manifest) not in _PROCESS_CACHE]
+    read_ahead: dict[int, tuple[ManifestEntry, ...]] = {}
     if len(missing) > 1:
+        # Kept from the parallel read, not looked up again: a bound too small to hold them must not mean two reads.
         executor = ExecutorFactory.get_or_create()
-        list(executor.map(lambda manifest: _live_entries(manifest, io), missing))
-    return [_live_entries(manifest, io) for manifest in manifests]
+        read = executor.map(lambda index: _live_entries(manifests[index], io), missing)
+        read_ahead = dict(zip(missing, read, strict=True))
+    return [
+        read_ahead[index] if index in read_ahead else _live_entries(manifest, io)
+        for index, manifest in enumerate(manifests)
+    ]
 
 
 def _live_entries(manifest: ManifestFile, io: FileIO) -> tuple[ManifestEntry, ...]:

@@ -62,3 +62,19 @@ def test_a_later_snapshot_plans_its_new_files(table) -> None:
 
     assert sum(data_file.record_count for task in plan.tasks for data_file in task.slices) == 5
     assert len({data_file.path for task in plan.tasks for data_file in task.slices}) == 2
+
+
+def test_manifests_read_in_parallel_are_read_once_even_when_the_cache_keeps_none(
+    table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table.append(pa.table({"id": pa.array([4], pa.int64())}))  # a second manifest: the parallel path
+    manifests = cached_manifests(table.refresh().current_snapshot(), table.io)
+    assert len(manifests) == 2
+    monkeypatch.setattr(manifest_cache(), "max_bytes", 0)  # keeps nothing
+    manifest_cache().clear()
+    io = RecordingFileIO()
+
+    entries = cached_live_entries(manifests, io)
+
+    assert sorted(_metadata_files_opened(io)) == sorted(manifest.manifest_path for manifest in manifests)
+    assert [len(manifest_entries) for manifest_entries in entries] == [1, 1]
