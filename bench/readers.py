@@ -51,14 +51,16 @@ def run_ours(table: Any, query: Query, columns: list[str] | None = None) -> tupl
 
 
 def clear_engine_caches() -> None:
-    """Empty the engine's process-wide caches (manifests, loaded delete files, Parquet footers): a first read."""
+    """Empty the engine's process caches (manifests, delete files, footers, remembered rejections): a first read."""
     from spark_jobs.engine.deletes.cache import delete_file_cache
     from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
+    from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
     from spark_jobs.engine.planning.manifest_cache import manifest_cache
 
     manifest_cache().clear()
     delete_file_cache().clear()
     FOOTER_CACHE.clear()
+    rejected_rows_cache().clear()
 
 
 def run_pyiceberg(table: Any, query: Query) -> Answer:

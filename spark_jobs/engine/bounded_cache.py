@@ -68,6 +68,25 @@ class BoundedCache:
             with self._lock:
                 self._loading.pop(key).set()
 
+    def get(self, key: Hashable) -> Any | None:
+        """The value kept for ``key``, or None (counted as a hit or a miss); nothing is loaded."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry.value
+
+    def put(self, key: Hashable, value: Any, weight: int) -> None:
+        """Keep ``value`` for ``key`` (replacing what was there), evicting least recently used entries as needed."""
+        with self._lock:
+            previous = self._entries.pop(key, None)
+            if previous is not None:
+                self.total_bytes -= previous.weight
+            self._keep(key, value, weight)
+
     def _keep(self, key: Hashable, value: Any, weight: int) -> None:
         """Store an entry and evict least recently used ones until the bound holds; call with the lock held."""
         if weight > self.max_bytes:

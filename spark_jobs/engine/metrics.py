@@ -40,6 +40,7 @@ class ScanMetrics:
     rows_deleted_by_position_deletes: int = 0
     rows_deleted_by_deletion_vectors: int = 0
     rows_deleted_by_equality_deletes: int = 0
+    row_groups_with_remembered_rejections: int = 0  # equality deletes applied as positions remembered from a scan
     # Output
     rows_out: int = 0
 

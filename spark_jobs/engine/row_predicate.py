@@ -2,12 +2,14 @@
 
 Both the conjuncts of a row filter and equality delete sets are row predicates: the Parquet reader reads the
 columns a predicate names (by Iceberg field id, already projected to the read schema's types), asks it for a keep
-mask, and reads further columns only for rows that survive. Cheaper predicates run first (``cost_hint``).
+mask, and reads further columns only for rows that survive. Cheaper predicates run first (by the compressed bytes
+of their columns). A predicate whose answer on an immutable file never changes (an equality delete set) has a
+``cache_identity``, so the rows it rejects per row group can be remembered (``parquet.rejected_rows_cache``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -26,6 +28,11 @@ class RowPredicate(Protocol):
     @property
     def kind(self) -> str:
         """``"filter"`` for a row-filter conjunct, ``"equality_delete"`` for an equality delete set (for metrics)."""
+        ...
+
+    @property
+    def cache_identity(self) -> Hashable | None:
+        """What decides the answer on a given immutable file, so it may be remembered per row group; or None."""
         ...
 
     def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:

@@ -61,6 +61,7 @@ class EqualityDeleteSet:
             raise ValueError(f"one key column per equality id is required, got ids {equality_ids} and {len(keys)}")
         self.equality_ids: tuple[int, ...] = tuple(equality_ids)
         self.source_paths: tuple[str, ...] = tuple(source_paths)
+        self._key_type_names = tuple(str(column.type) for column in keys)
         key_columns = [_canonical_nans(_plain_array(column)) for column in keys]
         distinct_values = [pc.unique(column) for column in key_columns]
         # Fold the most selective column (most distinct delete values) first: later columns see fewer candidates.
@@ -93,6 +94,16 @@ class EqualityDeleteSet:
     def kind(self) -> str:
         """Always ``"equality_delete"`` (for metrics)."""
         return EQUALITY_DELETE_KIND
+
+    @property
+    def cache_identity(self) -> tuple[object, ...] | None:
+        """The field ids, delete files and compared types: what decides the rows rejected in an immutable data file.
+
+        None when the set was built without its source paths (its keys then have no stable name).
+        """
+        if not self.source_paths:
+            return None
+        return (EQUALITY_DELETE_KIND, self.equality_ids, self.source_paths, self._key_type_names)
 
     @property
     def nbytes(self) -> int:

@@ -9,13 +9,16 @@
    the page index.
 4. Hand each row group its deleted positions (``np.searchsorted`` on the sorted positions; the plan keeps them as
    positions until a unit's mask is built); a row group whose selected rows are all deleted is skipped unread.
-5. Per row group, drop the filter conjuncts its statistics prove true for every row (``predicates.must_match``).
+5. Per row group, drop the filter conjuncts its statistics prove true for every row (``predicates.must_match``),
+   and turn each equality delete set whose rejected rows an earlier scan remembered (``rejected_rows_cache``) into
+   deleted positions: its key columns are then not decoded.
 6. Cut the scanned row groups into decoding units (``_read_units``): a row group with filter conjuncts left is a unit
-   of its own; consecutive others (nothing to evaluate, or equality delete sets only, which rarely drop a whole row
-   group) form runs of up to ``RUN_MAX_COMPRESSED_BYTES``, decoded by one call. Units decode ahead on helper
-   threads. Per unit: evaluate equality delete sets and then filter conjuncts (cheapest first) on the surviving
-   rows, reading each predicate's columns just before it runs (a run reads all its columns at once); read the other
-   projected columns only when rows survive, and keep exactly those rows (deleted positions included).
+   of its own; consecutive others with the same predicates (none, or equality delete sets only, which rarely drop a
+   whole row group) form runs of up to ``RUN_MAX_COMPRESSED_BYTES``, decoded by one call. Units decode ahead on
+   helper threads. Per unit: evaluate equality delete sets (remembering, per row group, the rows each rejects) and
+   then filter conjuncts (cheapest first) on the surviving rows, reading each predicate's columns just before it
+   runs (a run reads all its columns at once); read the other projected columns only when rows survive, and keep
+   exactly those rows (deleted positions included).
 7. Yield record batches of at most ``batch_size`` rows with the output fields in order, in read-schema types.
 
 Counting: ``rows_deleted_by_position_deletes`` (or ``..._by_deletion_vectors``, per ``deleted_positions_kind``)
@@ -57,6 +60,7 @@ from spark_jobs.engine.parquet.predicates import (
     translate_filter,
 )
 from spark_jobs.engine.parquet.read_ahead import map_ahead
+from spark_jobs.engine.parquet.rejected_rows_cache import FileRejectedRows
 from spark_jobs.engine.parquet.row_filter import FilterConjunct, filter_conjuncts, surviving_rows
 from spark_jobs.engine.parquet.row_group_filter import FieldStatistics, prune_by_statistics
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns
@@ -131,6 +135,12 @@ def read_data_file(
             row_group: _predicates_to_evaluate(filter_node, row_predicates, row_group, field_statistics)
             for row_group in scanned
         }
+        rejected_rows = FileRejectedRows(
+            (data_file.path, data_file.file_size_in_bytes, hash(footer.footer_bytes), name_mapping_json)
+        )
+        if row_predicates:
+            _apply_remembered_rejections(plan, predicates_by_row_group, rejected_rows, metrics)
+            scanned = [row_group for row_group in scanned if plan.should_scan(row_group)]
         output_top_level_ids = list(output_field_ids)
         units = _read_units(scanned, predicates_by_row_group, metadata, resolver, output_top_level_ids)
         # pre_buffer coalesces the column chunk reads of one call into few ranged reads: for object stores; on a
@@ -149,7 +159,14 @@ def read_data_file(
             if not _needs_late_materialization(predicates):
                 # Nothing here is likely to drop the whole unit: decode every column it needs in one call.
                 columns.load([*output_top_level_ids, *resolver.top_level_ids(_field_ids_of(predicates))])
-            keep = surviving_rows(columns, plan.run_selection(unit), predicates, resolver, unit_metrics)
+            row_counts = [plan.row_group_num_rows[row_group] for row_group in unit]
+
+            def remember(predicate: RowPredicate, keep: np.ndarray) -> None:
+                rejected_rows.remember(unit, row_counts, predicate, keep)
+
+            keep = surviving_rows(
+                columns, plan.run_selection(unit), predicates, resolver, unit_metrics, on_whole_mask=remember
+            )
             if keep is not None and not keep.any():
                 return None, unit_metrics
             columns.load(output_top_level_ids)
@@ -263,6 +280,34 @@ def _select_undeleted_rows(plan: AccessPlan, deleted_positions: np.ndarray, kind
             metrics.rows_deleted_by_position_deletes += removed
 
 
+def _apply_remembered_rejections(
+    plan: AccessPlan,
+    predicates_by_row_group: dict[int, list[RowPredicate]],
+    rejected_rows: FileRejectedRows,
+    metrics: ScanMetrics,
+) -> None:
+    """Apply the rows a predicate is remembered to reject as deleted positions, and drop it from that row group.
+
+    A row group whose equality delete sets are all remembered then decodes no key column.
+    """
+    for row_group, predicates in predicates_by_row_group.items():
+        remaining: list[RowPredicate] = []
+        for predicate in predicates:
+            positions = rejected_rows.recall(row_group, predicate)
+            if positions is None:
+                remaining.append(predicate)
+                continue
+            rows_before = plan.selected_row_count(row_group)
+            plan.delete_rows(row_group, positions.astype(np.int64))
+            removed = rows_before - plan.selected_row_count(row_group)
+            if predicate.kind == "equality_delete":
+                metrics.rows_deleted_by_equality_deletes += removed
+            else:
+                metrics.rows_pruned_by_late_materialization += removed
+            metrics.row_groups_with_remembered_rejections += 1
+        predicates_by_row_group[row_group] = remaining
+
+
 def _read_units(
     scanned: list[int],
     predicates_by_row_group: dict[int, list[RowPredicate]],
@@ -273,8 +318,8 @@ def _read_units(
     """The scanned row groups cut into units decoded by one call each, in file order.
 
     A row group with filter conjuncts left to evaluate is a unit of its own (late materialization). Consecutive
-    others (no predicate, or equality delete sets only) form runs of up to ``RUN_MAX_COMPRESSED_BYTES`` of the
-    columns they need: one decoding call per run costs less than one per row group.
+    others with the same predicates (none, or equality delete sets only) form runs of up to
+    ``RUN_MAX_COMPRESSED_BYTES`` of the columns they need: one decoding call per run costs less than one per row group.
     """
     units: list[list[int]] = []
     run: list[int] = []
@@ -289,7 +334,8 @@ def _read_units(
             continue
         needed = {*output_top_level_ids, *resolver.top_level_ids(_field_ids_of(predicates))}
         row_group_bytes = resolver.compressed_bytes(metadata.row_group(row_group), needed)
-        if run and run_bytes + row_group_bytes > RUN_MAX_COMPRESSED_BYTES:
+        same_predicates = not run or predicates_by_row_group[run[0]] == predicates
+        if run and (run_bytes + row_group_bytes > RUN_MAX_COMPRESSED_BYTES or not same_predicates):
             units.append(run)
             run, run_bytes = [], 0
         run.append(row_group)

@@ -181,6 +181,11 @@ class FilterConjunct:
         """Always ``"filter"``."""
         return "filter"
 
+    @property
+    def cache_identity(self) -> None:
+        """None: a filter's rejections are not remembered (filters vary per query; decoding them is the scan)."""
+        return None
+
     def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
         """True where the row satisfies the conjunct."""
         return evaluate_rows(self.node, columns, num_rows)
@@ -209,11 +214,14 @@ def surviving_rows(
     predicates: list[RowPredicate],
     resolver: FileColumnResolver,
     metrics: ScanMetrics,
+    *,
+    on_whole_mask: Callable[[RowPredicate, np.ndarray], None] | None = None,
 ) -> np.ndarray | None:
     """A boolean mask of the row group's rows to keep (None = all), evaluating predicates on survivors only.
 
     While most rows are alive a predicate runs on whole columns and its answer is ANDed in (cheaper than gathering
-    the survivors first); once fewer than half are alive, it runs on the gathered survivors only.
+    the survivors first); once fewer than half are alive, it runs on the gathered survivors only. A predicate's
+    answer on whole columns is also handed to ``on_whole_mask`` (before anything else uses it), so it can be kept.
     """
     alive = None if selection is None or isinstance(selection, str) else selection
     if not predicates:
@@ -238,6 +246,8 @@ def surviving_rows(
         if alive is None or alive_count * 2 >= row_count:
             predicate_columns = {field_id: as_array(columns.field_column(field_id)) for field_id in predicate.field_ids}
             keep = np.asarray(predicate.keep_mask(predicate_columns, row_count), dtype=bool)
+            if on_whole_mask is not None:
+                on_whole_mask(predicate, keep)
             alive = keep if alive is None else alive & keep
         else:
             alive_rows = np.flatnonzero(alive)

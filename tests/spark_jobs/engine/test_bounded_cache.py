@@ -98,3 +98,19 @@ def test_bound_from_the_environment_or_the_default(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("SOME_CACHE_MAX_BYTES", "1 GiB")
     with pytest.raises(ValueError, match="SOME_CACHE_MAX_BYTES must be an integer number of bytes, got '1 GiB'"):
         max_bytes_from_environment("SOME_CACHE_MAX_BYTES", 7)
+
+
+def test_get_and_put_keep_the_bound_and_replace_entries() -> None:
+    cache = BoundedCache(max_bytes=100)
+    assert cache.get(("a",)) is None
+    cache.put(("a",), "A", 60)
+    cache.put(("a",), "A2", 50)  # replaces: counted once
+    assert cache.get(("a",)) == "A2"
+    assert cache.total_bytes == 50
+    cache.put(("b",), "B", 50)
+    cache.put(("c",), "C", 10)  # evicts the least recently used ("a")
+    assert cache.get(("a",)) is None
+    assert (cache.get(("b",)), cache.get(("c",))) == ("B", "C")
+    cache.put(("huge",), "H", 101)  # larger than the bound: not kept
+    assert cache.get(("huge",)) is None
+    assert cache.total_bytes == 60

@@ -10,13 +10,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
+from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
 from spark_jobs.engine.tasks import DataFileSlice
 
 
 @pytest.fixture(autouse=True)
 def empty_footer_cache() -> None:
-    """Each test starts with an empty process-wide footer cache (tmp paths are reused across runs)."""
+    """Each test starts with empty process-wide footer and rejected-rows caches (tmp paths are reused across runs)."""
     FOOTER_CACHE.clear()
+    rejected_rows_cache().clear()
 
 
 @pytest.fixture

@@ -208,6 +208,10 @@ class DeleteIntValues:
     def kind(self) -> str:
         return "equality_delete"
 
+    @property
+    def cache_identity(self) -> tuple[object, ...]:
+        return ("ints", self.deleted_values)
+
     def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
         deleted = pc.is_in(columns[1], value_set=pa.array(sorted(self.deleted_values), pa.int64()))
         return ~np.asarray(deleted.to_numpy(zero_copy_only=False), dtype=bool)
@@ -441,6 +445,61 @@ def test_row_groups_without_filter_conjuncts_decode_in_runs(tmp_path: Path, monk
     # s != 'v7' is proven by the statistics of every row group but the first: those nine decode as one run.
     _read_all(data_file, NotEqualTo("s", "v7"), None)
     assert list(range(1, 10)) in calls
+
+
+def _positions(batches: list[pa.RecordBatch]) -> list[int]:
+    return [position for batch in batches for position in batch.column(0).to_pylist()]
+
+
+def test_equality_delete_rejections_are_remembered_and_the_key_column_is_not_decoded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [(i % 4, float(i), f"v{i}") for i in range(100)]
+    data_file = _write(tmp_path / "remembered.parquet", rows, 10, 5, True)
+    deleted = np.array([3, 45, 99], dtype=np.int64)
+    equality_deletes = (DeleteIntValues(frozenset({2})),)
+    expected = [p for p in range(100) if p not in {3, 45, 99} and p % 4 != 2]
+    decoded_columns: list[list[str]] = []
+    real = pq.ParquetFile.read_row_groups
+
+    def recording(self, row_groups, columns=None, *args, **kwargs):
+        decoded_columns.append(list(columns or []))
+        return real(self, row_groups, columns, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", recording)
+
+    first, first_metrics = _read_all(data_file, None, deleted, equality_deletes, output=(4, 3))
+    assert any("i" in columns for columns in decoded_columns)
+    decoded_columns.clear()
+    again, again_metrics = _read_all(data_file, None, deleted, equality_deletes, output=(4, 3))
+
+    assert _positions(first) == _positions(again) == expected
+    assert not any("i" in columns for columns in decoded_columns)  # applied as positions: the key is not read
+    assert first_metrics.row_groups_with_remembered_rejections == 0
+    assert again_metrics.row_groups_with_remembered_rejections == 10
+    assert again_metrics.rows_deleted_by_equality_deletes == first_metrics.rows_deleted_by_equality_deletes == 25
+    assert again_metrics.rows_deleted_by_position_deletes == first_metrics.rows_deleted_by_position_deletes == 3
+
+    # Another delete set (other values) is not answered by the first one's memory.
+    other, other_metrics = _read_all(data_file, None, None, (DeleteIntValues(frozenset({1})),), output=(4, 3))
+    assert _positions(other) == [p for p in range(100) if p % 4 != 1]
+    assert other_metrics.row_groups_with_remembered_rejections == 0
+
+
+def test_rejections_remembered_for_some_row_groups_combine_with_evaluated_ones(tmp_path: Path) -> None:
+    rows = [(i % 3, float(i), f"v{i}") for i in range(120)]
+    data_file = _write(tmp_path / "partial.parquet", rows, 10, 5, True)
+    equality_deletes = (DeleteIntValues(frozenset({0})),)
+
+    # The filter prunes row groups 0-5 by statistics: only 6-11 are evaluated, and remembered.
+    filtered, _ = _read_all(data_file, GreaterThanOrEqual("pos", 60), None, equality_deletes)
+    assert _positions(filtered) == [p for p in range(60, 120) if p % 3 != 0]
+
+    whole, metrics = _read_all(data_file, None, np.array([61, 62], dtype=np.int64), equality_deletes)
+    assert _positions(whole) == [p for p in range(120) if p % 3 != 0 and p not in {61, 62}]
+    assert metrics.row_groups_with_remembered_rejections == 6
+    assert metrics.rows_deleted_by_equality_deletes == 40
+    assert metrics.rows_deleted_by_position_deletes == 2
 
 
 def test_a_consumer_stopping_early_closes_cleanly(tmp_path: Path) -> None:

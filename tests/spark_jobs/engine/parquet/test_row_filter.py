@@ -91,6 +91,7 @@ class _Named:
     name: str
     field_ids: frozenset[int]
     kind: str = "filter"
+    cache_identity: None = None
 
     def keep_mask(self, columns: Mapping[int, pa.Array], num_rows: int) -> np.ndarray:
         return np.ones(num_rows, dtype=bool)
