@@ -24,6 +24,7 @@ TABLES = {
     "no_deletes": f"{NAMESPACE}.read_no_deletes",
     "position_deletes": f"{NAMESPACE}.read_position_deletes",
     "equality_deletes": f"{NAMESPACE}.read_equality_deletes",
+    "deletion_vectors": f"{NAMESPACE}.read_deletion_vectors",
 }
 DESCRIPTION_FILE = "read_tables.json"
 

@@ -1,12 +1,13 @@
-"""Generate the read benchmark's tables: the same N rows with no deletes, with position deletes, with equality deletes.
+"""Generate the read benchmark's tables: the same N rows without deletes and with each kind of delete.
 
 Shape (what a merge-on-read read must be fast on): columns ``id bigint, k bigint, ts timestamptz, category string,
 qty int, price double, amount decimal(18,4), note string``; rows sorted on ``k`` and range-split into 8 Parquet
 files (zstd, ~2 MiB row groups, page index, bloom filter on ``id``, Iceberg field ids in the Parquet schema);
 ``id`` is a random permutation, so only the bloom filter can prune a point lookup. 2% of the rows, spread over all
-files, are deleted: by one position delete file per data file, or by one equality delete file on ``id`` committed
-at a higher sequence number. All three tables reference the same eight data files, so the floor (a plain pyarrow
-read of those files) is the same for every table.
+files, are deleted: by one position delete file per data file, by one equality delete file on ``id`` committed
+at a higher sequence number, or (format v3) by one deletion vector per data file in a Puffin file, committed with
+the table's upgrade to v3 (``iceberg_v3``). All four tables reference the same eight data files, so the floor (a
+plain pyarrow read of those files) is the same for every table.
 
 Every table is then checked: the engine's count and sum(price) for each benchmark query must equal a numpy
 oracle's, computed from a plain pyarrow read of the data files with the delete files read back and applied.
@@ -30,6 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
+from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
+from pyiceberg.table.puffin import PuffinFile
 from pyiceberg.types import DecimalType, DoubleType, IntegerType, LongType, NestedField, StringType, TimestamptzType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -201,8 +204,9 @@ def choose_deletes(table: pa.Table, rows_per_file: list[int], rng: np.random.Gen
 
 
 def create_tables(data_uris: list[str], deleted: DeletedRows, data_dir: Path) -> None:
-    """Create the three tables over the same data files; commit each table's delete files in a second snapshot."""
+    """Create the four tables over the same data files; commit each table's delete files in a second snapshot."""
     from iceberg_deletes import commit_delete_files, write_equality_delete_file, write_position_delete_file
+    from iceberg_v3 import commit_deletion_vectors_upgrading_to_v3, write_deletion_vectors
     from pyiceberg.catalog import load_catalog
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
     from pyiceberg.table.sorting import SortField, SortOrder
@@ -232,6 +236,11 @@ def create_tables(data_uris: list[str], deleted: DeletedRows, data_dir: Path) ->
             deletes_dir.mkdir(parents=True)
             delete_file = write_equality_delete_file(deletes_dir / "eq-id.parquet", "id", ID_FIELD_ID, deleted.ids)
             commit_delete_files(table, [delete_file])
+        elif kind == "deletion_vectors":
+            deletes_dir.mkdir(parents=True)
+            positions = {uri: deleted.positions_in(i) for i, uri in enumerate(data_uris)}
+            dv_files = write_deletion_vectors(deletes_dir / "dv.puffin", positions)
+            commit_deletion_vectors_upgrading_to_v3(catalog, identifier, table, dv_files)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -251,6 +260,12 @@ def oracle_masks(data_uris: list[str], data_dir: Path) -> dict[str, list[np.ndar
     masks["position_deletes"] = position_masks
     deleted_ids = pq.read_table(data_dir / "deletes" / "equality_deletes" / "eq-id.parquet").column("id").to_numpy()
     masks["equality_deletes"] = [~np.isin(file_ids, deleted_ids) for file_ids in ids]
+    # Deletion vectors read back with pyiceberg's own Puffin reader (independent of the engine's).
+    puffin = PuffinFile((data_dir / "deletes" / "deletion_vectors" / "dv.puffin").read_bytes())
+    dv_masks = [np.ones(len(file_ids), bool) for file_ids in ids]
+    for vector in deletion_vectors_from_puffin_file(puffin):
+        dv_masks[index_of[vector.referenced_data_file]][vector.to_vector().to_numpy()] = False
+    masks["deletion_vectors"] = dv_masks
     return masks
 
 
@@ -348,7 +363,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Generate, register, and verify the three tables; write the description the benchmark reads."""
+    """Generate, register, and verify the four tables; write the description the benchmark reads."""
     args = parse_args(argv)
     data_dir: Path = args.data_dir.resolve()
     configure_catalog(data_dir)
@@ -380,7 +395,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     queries = benchmark_queries(description)
     description.expected = oracle_answers(data_uris, oracle_masks(data_uris, data_dir), queries)
-    for kind in ("position_deletes", "equality_deletes"):
+    for kind in ("position_deletes", "equality_deletes", "deletion_vectors"):
         if description.expected[kind]["full"].count != args.rows - len(deleted.ids):
             raise SystemExit(f"{kind}: oracle count is not rows minus deleted rows")
     verify_with_engine(description.expected, queries)
