@@ -7,6 +7,8 @@ over the whole table, over a 0.1% range of ``k``, and for one ``id``), it times:
 - ``ours``: ``open_read_session(...).to_arrow()`` in this process, then count and sum (planning included);
 - ``ours_cold``: the same with the engine's process caches (footers, loaded delete files) emptied before each run;
 - ``spark``: ``load(spark, ...)`` then ``agg(count, sum).collect()`` on a warm local[2] session;
+- ``spark_floor``: Spark's own Parquet reader over the same data files (deletes ignored), the same query, in the
+  same session: the Spark route's floor, which scales the Java reader's reference figures to the day's machine;
 - ``pyiceberg``: ``table.scan(row_filter, selected_fields).to_arrow()`` ("unsupported" when it raises).
 
 The machine is shared, so the three in-process readers run interleaved, round by round (``--runs`` rounds after
@@ -64,10 +66,12 @@ from readers import (
     run_ours,
     run_pyiceberg,
     run_spark,
+    run_spark_parquet_floor,
     spark_session,
 )
 
-METHODS = ("ours", "ours_cold", "spark", "pyiceberg", "floor")  # floor_with_key too on the equality table
+# floor_with_key too on the equality table
+METHODS = ("ours", "ours_cold", "spark", "spark_floor", "pyiceberg", "floor")
 PRUNING_COUNTERS = (
     "data_files_pruned",
     "row_groups_total",
@@ -229,9 +233,14 @@ def benchmark_query(
         result.methods["pyiceberg"] = measure(
             lambda: run_pyiceberg(table, query), expected, args.warmup, args.slow_runs, unsupported=ValueError
         )
-    result.methods["spark"] = (
-        Measurement(status="skipped") if spark is None else measure_spark(spark, kind, query, expected, args)
-    )
+    if spark is None:
+        result.methods["spark"] = result.methods["spark_floor"] = Measurement(status="skipped")
+    else:
+        result.methods["spark"] = measure_spark(spark, lambda: run_spark(spark, TABLES[kind], query), expected, args)
+        floor_expected = description.expected["no_deletes"][query.name]
+        result.methods["spark_floor"] = measure_spark(
+            spark, lambda: run_spark_parquet_floor(spark, paths, query), floor_expected, args
+        )
     result.ratios = ratios(result)
     return result
 
@@ -277,13 +286,12 @@ def measure_in_process(
 
 
 def measure_spark(
-    spark: Any, kind: str, query: Query, expected: QueryExpectation, args: argparse.Namespace
+    spark: Any, run: Callable[[], Answer], expected: QueryExpectation, args: argparse.Namespace
 ) -> Measurement:
-    """Our engine through Spark; CPU time is the driver's plus that of the JVM and the Python workers below it."""
-    identifier = TABLES[kind]
+    """A Spark query; CPU time is the driver's plus that of the JVM and the Python workers below it."""
     jvm_pid = spark.sparkContext._gateway.proc.pid
     return measure(
-        lambda: run_spark(spark, identifier, query),
+        run,
         expected,
         args.spark_warmup,
         args.slow_runs,
@@ -291,15 +299,16 @@ def measure_spark(
     )
 
 
-def warm_up_spark(spark: Any, kinds: list[str], queries: list[Query], rounds: int) -> None:
-    """Run every Spark query ``rounds`` times, untimed, before any is measured.
+def warm_up_spark(spark: Any, kinds: list[str], queries: list[Query], rounds: int, paths: list[str]) -> None:
+    """Run every Spark query (and the Spark floor's) ``rounds`` times, untimed, before any is measured.
 
     The JVM compiles its hot paths over the first few queries of a session: without this, whichever table is
     measured first looks slower (no deletes: 0.86-1.0 s first, 0.67 s when measured after the others).
     """
     for _ in range(rounds):
-        for kind in kinds:
-            for query in queries:
+        for query in queries:
+            run_spark_parquet_floor(spark, paths, query)
+            for kind in kinds:
                 run_spark(spark, TABLES[kind], query)
 
 
@@ -328,6 +337,8 @@ def ratios(result: QueryResult) -> dict[str, float | None]:
     for method in ("spark", "pyiceberg"):
         value = median(method)
         out[f"{method}_vs_floor"] = round(value / floor, 3) if value and floor else None
+    spark, spark_floor = median("spark"), median("spark_floor")
+    out["spark_vs_spark_floor"] = round(spark / spark_floor, 3) if spark and spark_floor else None
     out["pyiceberg_vs_ours"] = round(pyiceberg / ours, 2) if pyiceberg and ours else None
     out["pyiceberg_vs_ours_cold"] = round(pyiceberg / cold, 2) if pyiceberg and cold else None
     if result.full_scan_bytes and result.methods["ours"].bytes_read is not None:
@@ -378,6 +389,8 @@ def markdown_table(results: list[QueryResult]) -> str:
         ("cold/floor", lambda r: _ratio(r.ratios["ours_cold_vs_floor"])),
         ("spark s", lambda r: _seconds(r.methods["spark"])),
         ("spark CPU s", lambda r: _cpu_seconds(r.methods["spark"])),
+        ("spark floor s", lambda r: _seconds(r.methods["spark_floor"])),
+        ("spark/spark floor", lambda r: _ratio(r.ratios.get("spark_vs_spark_floor"))),
         ("pyiceberg s", lambda r: _seconds(r.methods["pyiceberg"])),
         ("pyiceberg/ours", lambda r: _ratio(r.ratios["pyiceberg_vs_ours"])),
         ("pyiceberg/cold", lambda r: _ratio(r.ratios["pyiceberg_vs_ours_cold"])),
@@ -496,7 +509,8 @@ def main(argv: list[str] | None = None) -> None:
     catalog = load_catalog(CATALOG_NAME)
     spark = None if args.skip_spark else spark_session()
     if spark is not None:
-        warm_up_spark(spark, args.tables.split(","), queries, args.spark_session_warmup)
+        paths = [local_path(uri) for uri in description.data_files]
+        warm_up_spark(spark, args.tables.split(","), queries, args.spark_session_warmup, paths)
     results = []
     for kind in args.tables.split(","):
         table = catalog.load_table(TABLES[kind])

@@ -92,6 +92,23 @@ def run_spark(spark: Any, identifier: str, query: Query) -> Answer:
     return Answer(count=int(row["n"]), sum_price=float(row["s"] or 0.0))
 
 
+def run_spark_parquet_floor(spark: Any, paths: list[str], query: Query) -> Answer:
+    """Spark's own JVM vectorized Parquet reader over the same data files, deletes ignored: the Spark route's floor.
+
+    Measured in the same session and run as ours through Spark, it scales the Java reader's reference figures to
+    the machine of the day (no reader of these tables through Spark can be faster than this plain read).
+    """
+    from pyspark.sql import functions as F  # noqa: N812
+
+    frame = spark.read.parquet(*paths)
+    if query.filter_column is not None:
+        column = F.col(query.filter_column)
+        condition = column == query.low if query.high is None else (column >= query.low) & (column < query.high)
+        frame = frame.where(condition)
+    row = frame.agg(F.count(F.lit(1)).alias("n"), F.sum("price").alias("s")).collect()[0]
+    return Answer(count=int(row["n"]), sum_price=float(row["s"] or 0.0))
+
+
 def floor_bytes(paths: list[str], query: Query) -> int:
     """Compressed bytes of the floor's columns in the row groups pyarrow's min/max statistics keep."""
     total = 0

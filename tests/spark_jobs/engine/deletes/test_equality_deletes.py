@@ -490,3 +490,12 @@ def test_bytes_read_from_storage_are_counted_once_then_served_from_the_cache(
         )
         # Only the key column and the footer are read, and only the first time.
         assert metrics.delete_bytes_read == metadata.serialized_size + 8 + id_chunk
+
+
+def test_cache_identity_names_the_field_ids_files_and_compared_types() -> None:
+    keys = [pa.array([1, 2], pa.int64())]
+    named = EqualityDeleteSet([1], keys, source_paths=["s3://b/eq-1.parquet"])
+    assert named.cache_identity == ("equality_delete", (1,), ("s3://b/eq-1.parquet",), ("int64",))
+    as_int32 = EqualityDeleteSet([1], [pa.array([1, 2], pa.int32())], source_paths=["s3://b/eq-1.parquet"])
+    assert as_int32.cache_identity != named.cache_identity  # compared in another type: another answer
+    assert EqualityDeleteSet([1], keys).cache_identity is None  # no source paths: nothing names the keys
