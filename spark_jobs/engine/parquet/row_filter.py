@@ -220,8 +220,9 @@ def surviving_rows(
     """A boolean mask of the row group's rows to keep (None = all), evaluating predicates on survivors only.
 
     While most rows are alive a predicate runs on whole columns and its answer is ANDed in (cheaper than gathering
-    the survivors first); once fewer than half are alive, it runs on the gathered survivors only. A predicate's
-    answer on whole columns is also handed to ``on_whole_mask`` (before anything else uses it), so it can be kept.
+    the survivors first); once fewer than half are alive, it runs on the gathered survivors only, unless its answer
+    can be kept (``on_whole_mask`` given, predicate with a ``cache_identity``). A predicate's answer on whole
+    columns is handed to ``on_whole_mask`` (before anything else uses it), so it can be kept.
     """
     alive = None if selection is None or isinstance(selection, str) else selection
     if not predicates:
@@ -243,7 +244,10 @@ def surviving_rows(
     ]:
         columns.load(resolver.top_level_ids(predicate.field_ids))
         alive_count = row_count if alive is None else int(np.count_nonzero(alive))
-        if alive is None or alive_count * 2 >= row_count:
+        # A predicate whose answer can be kept runs on whole columns: probing the extra rows costs less than
+        # decoding its columns again on the next scan.
+        keepable = on_whole_mask is not None and predicate.cache_identity is not None
+        if alive is None or alive_count * 2 >= row_count or keepable:
             predicate_columns = {field_id: as_array(columns.field_column(field_id)) for field_id in predicate.field_ids}
             keep = np.asarray(predicate.keep_mask(predicate_columns, row_count), dtype=bool)
             if on_whole_mask is not None:

@@ -502,6 +502,23 @@ def test_rejections_remembered_for_some_row_groups_combine_with_evaluated_ones(t
     assert metrics.rows_deleted_by_position_deletes == 2
 
 
+def test_a_keepable_predicate_runs_on_whole_columns_even_when_few_rows_are_alive(tmp_path: Path) -> None:
+    rows = [(i % 3, float(i), f"v{i}") for i in range(40)]
+    data_file = _write(tmp_path / "few_alive.parquet", rows, 40, 10, False)
+    equality_deletes = (DeleteIntValues(frozenset({0})),)
+
+    # The page index keeps one page of four: a quarter of the row group is alive when the delete set runs.
+    filtered, filtered_metrics = _read_all(data_file, GreaterThanOrEqual("pos", 35), None, equality_deletes)
+    assert filtered_metrics.rows_pruned_by_page_index == 30
+    assert _positions(filtered) == [p for p in range(35, 40) if p % 3 != 0]
+    assert filtered_metrics.rows_deleted_by_equality_deletes == 4  # among the alive rows only: 30, 33, 36, 39
+
+    whole, metrics = _read_all(data_file, None, None, equality_deletes)
+    assert metrics.row_groups_with_remembered_rejections == 1
+    assert _positions(whole) == [p for p in range(40) if p % 3 != 0]
+    assert metrics.rows_deleted_by_equality_deletes == 14
+
+
 def test_a_consumer_stopping_early_closes_cleanly(tmp_path: Path) -> None:
     rows = [(i % 4, float(i), f"v{i}") for i in range(400)]
     data_file = _write(tmp_path / "early.parquet", rows, 20, 10, True)
