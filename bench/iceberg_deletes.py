@@ -180,7 +180,7 @@ def commit_delete_files(table: Table, delete_files: list[DataFile]) -> Table:
         parent_snapshot_id=parent.snapshot_id,
         sequence_number=sequence_number,
         manifest_list=manifest_list_path,
-        summary=_summary(table, delete_files, parent.summary),
+        summary=delete_summary(table, delete_files, parent.summary),
         schema_id=metadata.current_schema_id,
     )
     updates = (
@@ -198,7 +198,7 @@ def commit_delete_files(table: Table, delete_files: list[DataFile]) -> Table:
     return transaction.commit_transaction()
 
 
-def _summary(table: Table, delete_files: list[DataFile], previous: Summary | None) -> Summary:
+def delete_summary(table: Table, delete_files: list[DataFile], previous: Summary | None) -> Summary:
     """The snapshot summary Java writes for a delete-only row delta: added delete files and running totals."""
     collector = SnapshotSummaryCollector()
     for delete_file in delete_files:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from iceberg_deletes import AVRO_CODEC, MAIN_BRANCH
+from iceberg_deletes import AVRO_CODEC, MAIN_BRANCH, delete_summary
 from pyiceberg.avro.file import AvroFile, AvroOutputFile
 from pyiceberg.catalog import Catalog
 from pyiceberg.manifest import (
@@ -42,7 +42,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import _generate_snapshot_id
-from pyiceberg.table.snapshots import Operation, Snapshot, SnapshotSummaryCollector, Summary, update_snapshot_summaries
+from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.typedef import Record
 from pyiceberg.types import StructType
 from pyroaring import BitMap64
@@ -234,7 +234,7 @@ def commit_deletion_vectors_upgrading_to_v3(
         manifest_list.add_manifests(manifests)
 
     now_ms = int(time.time() * 1000)
-    summary = _summary(table, dv_files, parent.summary)
+    summary = delete_summary(table, dv_files, parent.summary)
     document = json.loads(metadata.model_dump_json())
     document["format-version"] = FORMAT_VERSION
     document["next-row-id"] = manifest_list.next_row_id
@@ -265,11 +265,3 @@ def commit_deletion_vectors_upgrading_to_v3(
         out.write(json.dumps(document).encode())
     catalog.drop_table(identifier)
     return catalog.register_table(identifier, metadata_location)
-
-
-def _summary(table: Table, files: list[DataFile], previous: Summary | None) -> Summary:
-    """The summary Java writes for a delete-only row delta: added delete files and running totals."""
-    collector = SnapshotSummaryCollector()
-    for data_file in files:
-        collector.add_file(data_file, schema=table.schema())
-    return update_snapshot_summaries(Summary(operation=Operation.DELETE, **collector.build()), previous)
