@@ -3,7 +3,8 @@
 - ``position_deletes``: ``load_deleted_positions`` gives the sorted deleted positions of a data file, from its
   deletion vector (``deletion_vectors``) or else from its position delete files.
 - ``equality_deletes``: ``load_equality_deletes`` gives one ``EqualityDeleteSet`` (a ``RowPredicate``) per set of
-  equality field ids; late materialization asks it for a keep mask.
+  equality field ids; late materialization asks it for a keep mask (and keeps the answer per row group, keyed by
+  its ``cache_identity``: ``parquet.rejected_rows_cache``).
 - ``cache``: the process-wide bounded cache, so a delete file shared by many data files is read once.
 - ``parquet_field_ids``: delete file columns found by Iceberg field id.
 """
