@@ -228,7 +228,7 @@ def surviving_rows(
     if not predicates:
         return alive
     alive = None if alive is None else alive.copy()  # updated in place below
-    row_group_metadata = columns.row_group_metadata
+    row_group_metadata = columns.first_row_group_metadata
     sort_column_ids = sort_column_field_ids(row_group_metadata, resolver)
 
     def cost_of_fields(field_ids: frozenset[int]) -> int:

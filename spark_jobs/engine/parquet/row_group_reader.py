@@ -127,10 +127,14 @@ class RowGroupColumns:
         self.metrics = metrics
         self.source = source
         self.row_groups_metadata = [parquet_file.metadata.row_group(index) for index in self.row_groups]
-        self.row_group_metadata = self.row_groups_metadata[0]  # predicate costs are estimated on the first
         self.num_rows = sum(metadata.num_rows for metadata in self.row_groups_metadata)
         self.columns: dict[int, ArrowColumn] = {}
         self._rows_counted = False
+
+    @property
+    def first_row_group_metadata(self) -> pq.RowGroupMetaData:
+        """The run's first row group: predicate costs and the sort column are estimated on it."""
+        return self.row_groups_metadata[0]
 
     def load(self, top_level_ids: Iterable[int]) -> None:
         """Make sure the given top-level fields are decoded and projected."""
