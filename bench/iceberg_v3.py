@@ -50,7 +50,7 @@ from pyroaring import BitMap64
 FORMAT_VERSION = 3
 PUFFIN_MAGIC = b"PFA1"
 DELETION_VECTOR_MAGIC = b"\xd1\xd3\x39\x64"
-ROW_POSITION_FIELD_ID = 2147483545  # the reserved _pos field a deletion vector's blob names
+ROW_POSITION_FIELD_ID = 2147483645  # the _pos metadata column, which a deletion vector blob names (as Java writes)
 
 
 class ManifestWriterV3(ManifestWriterV2):
