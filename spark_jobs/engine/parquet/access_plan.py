@@ -75,20 +75,25 @@ class AccessPlan:
         else:
             self._selections[row_group] = combined
 
-    def delete_rows(self, row_group: int, positions: np.ndarray) -> None:
-        """Drop the rows at these sorted, unique positions (relative to the row group); skip when none remain."""
+    def delete_rows(self, row_group: int, positions: np.ndarray) -> int:
+        """Drop the rows at these sorted, unique positions (relative to the row group); skip when none remain.
+
+        Returns how many rows the plan kept before and no longer keeps (what the deletes counters add).
+        """
         current = self._selections[row_group]
         if current is None or not len(positions):
-            return
+            return 0
         num_rows = self.row_group_num_rows[row_group]
         if positions[0] < 0 or positions[-1] >= num_rows:
             raise ValueError(f"deleted positions outside row group {row_group} of {num_rows} rows")
+        rows_before = self.selected_row_count(row_group)
         if isinstance(current, np.ndarray):
             self.select(row_group, self._mask_of(row_group, _DeletedRows(positions)))
-            return
-        if isinstance(current, _DeletedRows):
-            positions = np.union1d(current.positions, positions)
-        self._selections[row_group] = None if len(positions) >= num_rows else _DeletedRows(positions)
+        else:
+            if isinstance(current, _DeletedRows):
+                positions = np.union1d(current.positions, positions)
+            self._selections[row_group] = None if len(positions) >= num_rows else _DeletedRows(positions)
+        return rows_before - self.selected_row_count(row_group)
 
     def run_selection(self, row_groups: Sequence[int]) -> str | np.ndarray:
         """The selections of scanned row groups read one after the other: ``ALL_ROWS``, or one mask over them all."""

@@ -271,9 +271,7 @@ def _select_undeleted_rows(plan: AccessPlan, deleted_positions: np.ndarray, kind
         low, high = np.searchsorted(positions, [first_row, first_row + row_count])
         if low == high:
             continue
-        rows_before = plan.selected_row_count(row_group)
-        plan.delete_rows(row_group, positions[low:high] - first_row)
-        removed = rows_before - plan.selected_row_count(row_group)
+        removed = plan.delete_rows(row_group, positions[low:high] - first_row)
         if kind == "deletion_vectors":
             metrics.rows_deleted_by_deletion_vectors += removed
         else:
@@ -297,9 +295,7 @@ def _apply_remembered_rejections(
             if positions is None:
                 remaining.append(predicate)
                 continue
-            rows_before = plan.selected_row_count(row_group)
-            plan.delete_rows(row_group, positions.astype(np.int64))
-            removed = rows_before - plan.selected_row_count(row_group)
+            removed = plan.delete_rows(row_group, positions.astype(np.int64))
             if predicate.kind == "equality_delete":
                 metrics.rows_deleted_by_equality_deletes += removed
             else:

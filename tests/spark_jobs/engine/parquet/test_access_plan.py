@@ -32,16 +32,17 @@ def test_selection_of_the_wrong_length_is_refused() -> None:
 
 def test_deleted_rows_stay_positions_until_a_mask_is_needed() -> None:
     plan = AccessPlan([4, 3, 2])
-    plan.delete_rows(0, np.array([1, 3]))
+    assert plan.delete_rows(0, np.array([1, 3])) == 2
     assert plan.selected_row_count(0) == 2
     assert plan.selection(0).tolist() == [True, False, True, False]
-    plan.delete_rows(0, np.array([0, 3]))  # merged with the earlier positions
+    assert plan.delete_rows(0, np.array([0, 3])) == 1  # merged with the earlier positions: 3 was gone already
     assert plan.selection(0).tolist() == [False, False, True, False]
     plan.select(1, np.array([True, False, True]))
-    plan.delete_rows(1, np.array([0]))  # onto a mask
+    assert plan.delete_rows(1, np.array([0])) == 1  # onto a mask
     assert plan.selection(1).tolist() == [False, False, True]
-    plan.delete_rows(2, np.array([0, 1]))  # every row deleted: skipped
+    assert plan.delete_rows(2, np.array([0, 1])) == 2  # every row deleted: skipped
     assert not plan.should_scan(2)
+    assert plan.delete_rows(2, np.array([0])) == 0  # a skipped row group loses nothing more
     plan.select(0, np.array([True, True, True, True]))  # a mask onto positions
     assert plan.selected_row_count(0) == 1
 
