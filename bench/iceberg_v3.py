@@ -131,7 +131,7 @@ class ManifestListWriterV3(ManifestListWriter):
 
 def _values_by_name(record: Record, struct: StructType) -> dict[str, Any]:
     """A positional record's values by field name; fields past its end (a record of an older schema) are None."""
-    return {field.name: record[i] if i < len(record._data) else None for i, field in enumerate(struct.fields)}
+    return {field.name: record[i] if i < len(record) else None for i, field in enumerate(struct.fields)}
 
 
 def read_manifests_v3(table: Table, snapshot: Snapshot) -> list[ManifestFile]:
