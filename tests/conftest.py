@@ -1,6 +1,7 @@
 """Session-wide test setup: isolated Airflow home, loopback-only Spark, and real services started on demand.
 
-Services (PostgreSQL, Spark standalone) start the first time a test asks for them and stop by PID at session end.
+Services (PostgreSQL, Spark standalone, SeaweedFS) start the first time a test asks for them and stop by PID at
+session end.
 A service that cannot start fails the tests that need it; nothing here skips.
 """
 
@@ -39,7 +40,7 @@ os.environ["PYICEBERG_CATALOG__TESTING__TYPE"] = "sql"
 os.environ["PYICEBERG_CATALOG__TESTING__URI"] = f"sqlite:///{_SESSION_TMP}/testing-catalog.db"
 os.environ["PYICEBERG_CATALOG__TESTING__WAREHOUSE"] = f"file://{_SESSION_TMP}/testing-warehouse"
 
-from tests.support import services  # noqa: E402
+from tests.support import object_store, services  # noqa: E402
 from tests.support.conformance import catalog_properties, extract_corpus  # noqa: E402
 
 
@@ -63,6 +64,31 @@ def spark_standalone() -> Iterator[services.SparkStandalone]:
     cluster = services.start_spark_standalone()
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def seaweedfs() -> Iterator[object_store.SeaweedFS]:
+    """A real SeaweedFS (S3 API + Iceberg REST catalog) on 127.0.0.1: buckets warehouse, landing; table bucket
+    lakehouse."""
+    server = object_store.start_seaweedfs()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_rest_catalog(seaweedfs: object_store.SeaweedFS) -> str:
+    """Catalog name ``s3rest``: SeaweedFS's Iceberg REST catalog over table bucket lakehouse, set in the environment."""
+    os.environ.update(object_store.catalog_env("s3rest", seaweedfs.rest_catalog_properties()))
+    return "s3rest"
+
+
+@pytest.fixture(scope="session")
+def s3_sql_catalog(seaweedfs: object_store.SeaweedFS, postgres: services.PostgresServer) -> str:
+    """Catalog name ``s3sql``: a SQL catalog on PostgreSQL with its warehouse in s3://warehouse/sql."""
+    uri = postgres.create_database("s3sql_catalog")
+    properties = seaweedfs.sql_catalog_properties(uri, "s3://warehouse/sql")
+    os.environ.update(object_store.catalog_env("s3sql", properties))
+    return "s3sql"
 
 
 @pytest.fixture(scope="session")
