@@ -53,6 +53,7 @@ def describe_file(
 def to_data_file(described: dict[str, Any]) -> DataFile:
     """The pyiceberg ``DataFile`` of a file described by ``describe_file``."""
     data_file = DataFile.from_args(
+        _table_format_version=3,  # the v3 layout keeps referenced_data_file and the deletion vector fields
         content=DataFileContent(described["content"]),
         file_path=described["file_path"],
         file_format=FileFormat.PARQUET,
@@ -62,6 +63,8 @@ def to_data_file(described: dict[str, Any]) -> DataFile:
         equality_ids=described.get("equality_ids"),
         sort_order_id=described.get("sort_order_id"),
         referenced_data_file=described.get("referenced_data_file"),
+        content_offset=described.get("content_offset"),
+        content_size_in_bytes=described.get("content_size_in_bytes"),
         spec_id=described["spec_id"],
         **{key: described.get(key) for key in _STATISTICS_KEYS},
     )

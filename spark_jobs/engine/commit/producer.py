@@ -49,6 +49,7 @@ from pyiceberg.table.update import (
 from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.errors import EngineError
+from spark_jobs.engine.planning.manifest_entries import read_live_entries
 
 
 class CommitConflictError(EngineError):
@@ -176,7 +177,7 @@ class SnapshotProducer:
             if not removed:
                 carried.append(manifest)
                 continue
-            entries = manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+            entries = read_live_entries(manifest, table.io)  # every field, v3's included
             if not any(entry.data_file.file_path in removed for entry in entries):
                 carried.append(manifest)
                 continue
