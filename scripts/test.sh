@@ -13,5 +13,8 @@ fi
 # shellcheck source=scripts/bootstrap.sh
 source "$ROOT/scripts/bootstrap.sh"
 cd "$ROOT"
+# Iceberg Java for the interop tests: Spark 3.5 and the official Iceberg runtime (Maven Central, through mvn) in a
+# second virtualenv, built once per machine under ~/.cache/airflow-iceberg-provider.
+python -m tests.support.java_env build >/dev/null
 ruff check .
 exec python -m pytest "$@"

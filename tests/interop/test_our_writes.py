@@ -1,0 +1,222 @@
+"""Tables our jobs write, read by our reader, Iceberg Java and DuckDB, each against a model of the operations.
+
+Each test runs our jobs in-process (the spark-submit entry points' ``main``, on the session's Spark) on a small
+table of the session's ``testing`` catalog, applies the same operations to a ``TableModel``, and checks every
+reader's row count and order-independent checksum (each column too) against the model after each step.
+Parametrized by format version; compaction by strategy (``COMPACTION_STRATEGIES``: a strategy added to the compact
+job adds one entry there).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from spark_jobs import compact as compact_job
+from spark_jobs import ingest as ingest_job
+from spark_jobs import maintain as maintain_job
+from tests.support.table_model import Row, TableModel
+
+pytestmark = pytest.mark.spark
+
+CATALOG = "testing"
+FORMAT_VERSIONS = [2]
+# (id, extra compact.py arguments); every strategy of the compact job belongs here.
+COMPACTION_STRATEGIES = [("bin-pack", [])]
+
+ATTRS = pa.struct([("a", pa.int64()), ("b", pa.string())])
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("cat", pa.string()),
+        ("s", pa.string()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("d", pa.date32()),
+        ("amount", pa.decimal128(10, 2)),
+        ("price", pa.float64()),
+        ("tags", pa.list_(pa.string())),
+        ("attrs", ATTRS),
+        ("props", pa.map_(pa.string(), pa.int64())),
+    ]
+)
+_EPOCH = dt.datetime(2023, 12, 30, 22, tzinfo=dt.UTC)
+_batches = itertools.count()
+
+
+def rows(ids, version: int = 0) -> list[Row]:
+    """Deterministic rows for ``ids``; ``version`` changes every non-key value (upserts)."""
+    out = []
+    for i in ids:
+        out.append(
+            {
+                "id": i,
+                "cat": "abc"[i % 3],
+                "s": f"s{(i * 7) % 13:02d}-{version}",
+                "ts": _EPOCH + dt.timedelta(hours=37 * i + version),
+                "d": dt.date(2023, 11, 20) + dt.timedelta(days=9 * i),
+                "amount": Decimal(f"{i * 3 - 50}.{(i + version) % 100:02d}"),
+                "price": None if i % 10 == 0 else i * 1.25 + version,
+                "tags": None if i % 11 == 0 else [f"t{i % 4}", f"v{version}"][: 1 + i % 2],
+                "attrs": {"a": i * 10 + version, "b": None if i % 4 == 0 else f"b{i}"},
+                "props": [("k", i), ("v", version)] if i % 5 else [],
+            }
+        )
+    return out
+
+
+def table_name(format_version: int, name: str) -> str:
+    return f"interop_v{format_version}.{name}"
+
+
+def ingest(tmp_path: Path, table: str, batch: list[Row], mode: str, *args: str, schema: pa.Schema = SCHEMA) -> dict:
+    """Run the ingest job on ``batch`` (written as a Parquet source file) and return its result."""
+    source = tmp_path / f"batch-{next(_batches)}.parquet"
+    pq.write_table(pa.Table.from_pylist(batch, schema=schema), source)
+    return ingest_job.main(["--catalog", CATALOG, "--table", table, "--source", str(source), "--mode", mode, *args])
+
+
+def create_args(format_version: int) -> list[str]:
+    """``--create-if-missing`` for a table of ``format_version``."""
+    return ["--create-if-missing"] + ([] if format_version == 2 else ["--format-version", str(format_version)])
+
+
+@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
+def test_appends_and_time_travel(spark, readers, tmp_path, format_version) -> None:
+    table, model = table_name(format_version, "appends"), TableModel(SCHEMA)
+    first = ingest(tmp_path, table, rows(range(40)), "append", *create_args(format_version))
+    model.append(rows(range(40)))
+    model.remember(first["snapshot_id"])
+    ingest(tmp_path, table, rows(range(40, 80)), "append")
+    model.append(rows(range(40, 80)))
+    readers.check(table, model)
+    readers.check(table, model, snapshot_id=first["snapshot_id"])
+
+
+@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
+def test_overwrite_by_filter_and_dynamic_overwrite(spark, readers, tmp_path, format_version) -> None:
+    table, model = table_name(format_version, "overwrite_filter"), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(60)), "append", *create_args(format_version))
+    model.append(rows(range(60)))
+    replacement = [row for row in rows(range(100, 130), version=1) if row["cat"] == "a"]
+    ingest(tmp_path, table, replacement, "overwrite", "--overwrite-filter", "cat = 'a'")
+    model.overwrite_where(lambda row: row["cat"] == "a", replacement)
+    readers.check(table, model)
+
+    table, model = table_name(format_version, "overwrite_dynamic"), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(60)), "append", *create_args(format_version), "--partition-by", "cat")
+    model.append(rows(range(60)))
+    replacement = [row for row in rows(range(200, 230), version=2) if row["cat"] != "c"]
+    ingest(tmp_path, table, replacement, "overwrite")
+    model.overwrite_partitions(lambda row: row["cat"], replacement)
+    readers.check(table, model)
+
+
+@pytest.mark.parametrize("delete_mode", ["position", "equality"])
+@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
+def test_upsert_and_delete(spark, readers, tmp_path, format_version, delete_mode) -> None:
+    table, model = table_name(format_version, f"row_level_{delete_mode}"), TableModel(SCHEMA)
+    key = ["--key", "id", "--delete-mode", delete_mode]
+    ingest(tmp_path, table, rows(range(50)), "append", *create_args(format_version))
+    ingest(tmp_path, table, rows(range(50, 90)), "append")
+    model.append(rows(range(90)))
+    upserted = rows([*range(10, 30), *range(100, 105)], version=1)
+    ingest(tmp_path, table, upserted, "upsert", *key)
+    model.upsert(upserted, ["id"])
+    readers.check(table, model)
+    deleted = rows([*range(0, 6), *range(60, 63), 12])
+    ingest(tmp_path, table, deleted, "delete", *key)
+    model.delete(deleted, ["id"])
+    readers.check(table, model)
+
+
+@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
+def test_added_top_level_and_nested_columns(spark, readers, tmp_path, format_version) -> None:
+    table, model = table_name(format_version, "schema_evolution"), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(30)), "append", *create_args(format_version))
+    model.append(rows(range(30)))
+    more = pa.struct([("x", pa.int64()), ("y", pa.list_(pa.string()))])
+    wider = pa.schema([*SCHEMA, ("extra", pa.string()), ("more", more)])
+
+    def widen(batch: list[Row]) -> list[Row]:
+        return [
+            {
+                **row,
+                "extra": f"x{row['id']}" if row["id"] % 3 else None,
+                "more": None if row["id"] % 4 == 0 else {"x": row["id"] * 2, "y": [f"y{row['id']}"]},
+            }
+            for row in batch
+        ]
+
+    added = widen(rows(range(30, 45)))
+    ingest(tmp_path, table, added, "append", "--allow-schema-evolution", schema=wider)
+    model.add_columns(wider)
+    model.append(added)
+    readers.check(table, model)
+    upserted = widen(rows(range(5, 12), version=3))
+    ingest(tmp_path, table, upserted, "upsert", "--key", "id", schema=wider)
+    model.upsert(upserted, ["id"])
+    readers.check(table, model)
+
+
+# Every transform; time transforms on one source column must not repeat (Java refuses redundant ones).
+PARTITIONINGS = ["cat,bucket(4,id),truncate(2,s),day(d),hour(ts)", "year(ts),month(d)"]
+
+
+@pytest.mark.parametrize("partition_by", PARTITIONINGS, ids=["identity-bucket-truncate-day-hour", "year-month"])
+@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
+def test_partition_transforms(spark, readers, tmp_path, format_version, partition_by) -> None:
+    name = "partitioned_" + "".join(ch for ch in partition_by if ch.isalpha())[:40]
+    table, model = table_name(format_version, name), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(60)), "append", *create_args(format_version), "--partition-by", partition_by)
+    model.append(rows(range(60)))
+    upserted = rows([*range(3, 15), 70], version=1)
+    ingest(tmp_path, table, upserted, "upsert", "--key", "id")
+    model.upsert(upserted, ["id"])
+    deleted = rows([20, 21, 40])
+    ingest(tmp_path, table, deleted, "delete", "--key", "id", "--delete-mode", "equality")
+    model.delete(deleted, ["id"])
+    readers.check(table, model)
+
+
+@pytest.mark.parametrize("strategy", [s[0] for s in COMPACTION_STRATEGIES])
+@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
+def test_compaction(spark, readers, tmp_path, format_version, strategy) -> None:
+    table, model = table_name(format_version, f"compaction_{strategy.replace('-', '_')}"), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(20)), "append", *create_args(format_version), "--partition-by", "cat")
+    for start in (20, 40, 60):
+        ingest(tmp_path, table, rows(range(start, start + 20)), "append")
+    model.append(rows(range(80)))
+    upserted = rows(range(10, 25), version=1)
+    ingest(tmp_path, table, upserted, "upsert", "--key", "id")
+    model.upsert(upserted, ["id"])
+    deleted = rows([30, 31, 50, 77])
+    ingest(tmp_path, table, deleted, "delete", "--key", "id", "--delete-mode", "equality")
+    model.delete(deleted, ["id"])
+    extra = dict(COMPACTION_STRATEGIES)[strategy]
+    result = compact_job.main(["--catalog", CATALOG, "--table", table, "--min-input-files", "2", *extra])
+    assert result["data_files_removed"] > 0 and result["rows_written"] == len(model.rows), result
+    readers.check(table, model)
+
+
+@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
+def test_expire_snapshots(spark, readers, tmp_path, format_version) -> None:
+    table, model = table_name(format_version, "expiry"), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(30)), "append", *create_args(format_version))
+    ingest(tmp_path, table, rows(range(30, 60)), "append")
+    model.append(rows(range(60)))
+    upserted = rows(range(0, 40, 3), version=1)
+    ingest(tmp_path, table, upserted, "upsert", "--key", "id")
+    model.upsert(upserted, ["id"])
+    now_ms = str(int(time.time() * 1000) + 1)
+    result = maintain_job.main(
+        ["expire-snapshots", "--catalog", CATALOG, "--table", table, "--older-than", now_ms, "--retain-last", "1"]
+    )
+    assert len(result["expired_snapshot_ids"]) == 2, result
+    readers.check(table, model)

@@ -1,0 +1,69 @@
+"""Every reader of one table against the model: our reader, Iceberg Java and DuckDB, row count and checksums.
+
+``Readers.check`` reads the table (at the current snapshot or a given one) with each engine, over the model's
+columns in the model's order, and fails with one message listing every reader that disagrees with the model and
+how (rows, table checksum, the columns whose checksums differ).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support import duckdb_reader
+from tests.support.iceberg_java import IcebergJava
+from tests.support.table_model import TableModel, arrow_checksum
+
+
+@dataclass
+class Readers:
+    """The three readers of the catalog ``catalog_name`` (the catalog Java's session opens too)."""
+
+    catalog_name: str
+    java: IcebergJava
+    duckdb: Any  # a connection from duckdb_reader.connect()
+    seconds: dict[str, float] = field(default_factory=dict)  # time spent per reader, for the cost of the suite
+
+    def ours(self, identifier: str, columns: list[str], snapshot_id: int | None = None) -> dict:
+        """What our reader (the read job's engine, in-process) returns."""
+        from spark_jobs.engine.catalog import load_catalog
+        from spark_jobs.engine.read_session import open_read_session
+
+        session = open_read_session(load_catalog(self.catalog_name), identifier, snapshot_id=snapshot_id)
+        return arrow_checksum(session.to_arrow(), columns)
+
+    def iceberg_java(self, identifier: str, columns: list[str], snapshot_id: int | None = None) -> dict:
+        """What Iceberg Java (Spark 3.5, Iceberg runtime) returns."""
+        return arrow_checksum(self.java.read_arrow(identifier, snapshot_id=snapshot_id, columns=columns), columns)
+
+    def duck(self, identifier: str, columns: list[str], snapshot_id: int | None = None) -> dict:
+        """What DuckDB's ``iceberg_scan`` returns from the table's current metadata file (or at a snapshot)."""
+        from spark_jobs.engine.catalog import load_catalog
+
+        table = load_catalog(self.catalog_name).load_table(identifier)
+        scanned = duckdb_reader.scan(self.duckdb, table.metadata_location, columns, snapshot_id=snapshot_id)
+        return arrow_checksum(scanned, columns)
+
+    def check(self, identifier: str, model: TableModel, *, snapshot_id: int | None = None) -> None:
+        """Every reader returns the model's rows (module doc)."""
+        columns = list(model.schema.names)
+        expected = model.checksum(snapshot_id)
+        disagreements = []
+        for name, read in (("ours", self.ours), ("iceberg-java", self.iceberg_java), ("duckdb", self.duck)):
+            started = time.perf_counter()
+            try:
+                got = read(identifier, columns, snapshot_id)
+            except Exception as error:  # one reader failing must not hide what the others return
+                disagreements.append(f"{name}: failed: {str(error)[:2000]}")
+                continue
+            finally:
+                self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+            if got["rows"] != expected["rows"] or got["checksum"] != expected["checksum"]:
+                columns_off = sorted(c for c in columns if got["columns"].get(c) != expected["columns"][c])
+                disagreements.append(
+                    f"{name}: {got['rows']} rows (model {expected['rows']}), checksum {got['checksum']} "
+                    f"(model {expected['checksum']}), columns differing: {columns_off}"
+                )
+        at = f" at snapshot {snapshot_id}" if snapshot_id is not None else ""
+        assert not disagreements, f"table {identifier}{at}:\n" + "\n".join(disagreements)

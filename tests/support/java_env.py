@@ -1,0 +1,218 @@
+"""Iceberg Java beside our engine: Spark 3.5 with the official Iceberg runtime, in a virtualenv of its own.
+
+Our package runs on the project's Spark (``pyproject.toml``); Iceberg Java 1.10 runs on Spark 3.5, so it gets a
+second virtualenv. Built once per machine under ``$AIP_CACHE_DIR`` (default ``~/.cache/airflow-iceberg-provider``),
+in a folder named after what it holds, so a version change builds a new one beside the old:
+
+1. ``mvn`` (Debian's ``maven``, installed with apt-get when run as root and missing) copies the official
+   ``org.apache.iceberg:iceberg-spark-runtime-3.5_2.12`` and the SQLite and PostgreSQL JDBC drivers from Maven
+   Central into ``jars/`` (``dependency:copy``); Spark gets them through ``spark.jars``.
+2. ``python -m venv venv`` and pip install ``pyspark`` 3.5 with the Spark-side dependencies of ``pyproject.toml``
+   (Airflow and the project's own pyspark left out) and its test extra, so the venv also runs the project's
+   Spark-side tests with the repository on ``PYTHONPATH`` (``run``).
+3. ``env.json`` records the paths; written last, it marks a finished build (an unfinished one starts over).
+   A file lock serializes concurrent builds.
+
+CLI (from the repository root): ``python -m tests.support.java_env build|info|run -- CMD...``. ``run`` executes
+``CMD`` with the venv first on ``PATH``, the repository on ``PYTHONPATH`` and Spark's Python set to the venv's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SPARK_VERSION = "3.5.9"
+ICEBERG_VERSION = "1.10.2"
+ICEBERG_RUNTIME = f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_VERSION}"
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0"
+POSTGRES_JDBC = "org.postgresql:postgresql:42.7.7"
+ARTIFACTS = (ICEBERG_RUNTIME, SQLITE_JDBC, POSTGRES_JDBC)
+# A dependency plugin recent enough to copy a single artifact without a project (Maven's default is 2.8).
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+# Packages the Java venv does not get from pyproject.toml (Airflow runs beside Spark, not in it; DuckDB reads from
+# the project's venv).
+_LEFT_OUT = ("apache-airflow", "pyspark", "duckdb")
+
+
+class JavaEnvError(RuntimeError):
+    """The Java environment could not be built; the message names the step and carries its output."""
+
+
+@dataclass(frozen=True)
+class JavaEnv:
+    """A built environment: its folder, the venv's interpreter and the jars Spark loads."""
+
+    root: str
+    python: str
+    jars: list[str]
+    spark_version: str
+    iceberg_version: str
+
+    @property
+    def iceberg_runtime_jar(self) -> str:
+        """The Iceberg Spark runtime jar."""
+        return next(jar for jar in self.jars if "iceberg-spark-runtime" in jar)
+
+    def process_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """Environment for a process of this venv: its bin first, the repository importable, its Python for Spark."""
+        env = dict(os.environ if base is None else base)
+        venv_bin = str(Path(self.python).parent)
+        env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
+        env["VIRTUAL_ENV"] = str(Path(venv_bin).parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+        env["PYSPARK_PYTHON"] = self.python
+        env["PYSPARK_DRIVER_PYTHON"] = self.python
+        env.pop("SPARK_HOME", None)  # the other venv's Spark must not be picked up
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        return env
+
+
+def cache_dir() -> Path:
+    """Where built environments live (``$AIP_CACHE_DIR`` or ``~/.cache/airflow-iceberg-provider``)."""
+    configured = os.environ.get("AIP_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "airflow-iceberg-provider"
+
+
+def venv_requirements() -> list[str]:
+    """pyspark 3.5 plus pyproject's dependencies and test extra, without Airflow and the project's own pyspark."""
+    project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    kept = [req for req in wanted if not req.lower().startswith(_LEFT_OUT)]
+    return [f"pyspark=={SPARK_VERSION}", *kept]
+
+
+def env_root() -> Path:
+    """This version's folder: named by Spark and Iceberg versions and a digest of everything installed."""
+    digest = hashlib.sha256(json.dumps([ARTIFACTS, venv_requirements(), sys.version_info[:2]]).encode()).hexdigest()
+    return cache_dir() / f"iceberg-java-spark{SPARK_VERSION}-iceberg{ICEBERG_VERSION}-{digest[:10]}"
+
+
+def load() -> JavaEnv | None:
+    """The built environment, or None when it has not been built (or a build did not finish)."""
+    stamp = env_root() / "env.json"
+    if not stamp.exists():
+        return None
+    env = JavaEnv(**json.loads(stamp.read_text()))
+    if not Path(env.python).exists() or not all(Path(jar).exists() for jar in env.jars):
+        return None
+    return env
+
+
+def ensure(log=None) -> JavaEnv:
+    """The environment, built first when missing (module doc); safe to call from concurrent processes."""
+    env = load()
+    if env is not None:
+        return env
+    root = env_root()
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(root.parent / (root.name + ".lock")):
+        env = load()
+        if env is not None:
+            return env
+        return _build(root, log or (lambda message: print(f"[java-env] {message}", file=sys.stderr, flush=True)))
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run(step: str, argv: list[str], **kwargs) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, **kwargs)
+    if done.returncode != 0:
+        output = (done.stdout + done.stderr).strip().splitlines()
+        raise JavaEnvError(f"{step} failed (exit {done.returncode}): {' '.join(argv)}\n" + "\n".join(output[-30:]))
+
+
+def _maven() -> str:
+    found = shutil.which("mvn")
+    if found:
+        return found
+    if os.geteuid() != 0:
+        raise JavaEnvError("Maven is needed to fetch the Iceberg runtime: run 'sudo apt-get install -y maven'")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    _run("apt-get update", ["apt-get", "update", "-qq"], env=env)
+    _run("installing maven", ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "maven"], env=env)
+    found = shutil.which("mvn")
+    if not found:
+        raise JavaEnvError("apt-get installed maven but mvn is not on PATH")
+    return found
+
+
+def _build(root: Path, log) -> JavaEnv:
+    started = time.monotonic()
+    shutil.rmtree(root, ignore_errors=True)  # an unfinished build (no env.json) starts over
+    jars_dir = root / "jars"
+    jars_dir.mkdir(parents=True)
+    mvn = _maven()
+    for artifact in ARTIFACTS:
+        log(f"fetching {artifact} with mvn")
+        _run(
+            f"mvn dependency:copy {artifact}",
+            [mvn, "-B", "-q", f"{DEPENDENCY_PLUGIN}:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={jars_dir}"],
+            cwd=root,
+        )
+    log(f"creating the Spark {SPARK_VERSION} virtualenv (pip install; a few minutes the first time)")
+    _run("python -m venv", [sys.executable, "-m", "venv", str(root / "venv")])
+    pip = [str(root / "venv" / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    _run("pip install", [*pip, "install", *venv_requirements()])
+    jars = sorted(str(root / "jars" / jar.name) for jar in jars_dir.iterdir() if jar.suffix == ".jar")
+    env = JavaEnv(
+        root=str(root),
+        python=str(root / "venv" / "bin" / "python"),
+        jars=jars,
+        spark_version=SPARK_VERSION,
+        iceberg_version=ICEBERG_VERSION,
+    )
+    (root / "env.json").write_text(json.dumps(asdict(env), indent=1))
+    log(f"ready in {time.monotonic() - started:.0f}s: {root}")
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: build the environment, print it as JSON, or run a command in it."""
+    parser = argparse.ArgumentParser(prog="python -m tests.support.java_env", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="build the environment unless it is there; print its folder")
+    sub.add_parser("info", help="print the environment as JSON (building it first when missing)")
+    run = sub.add_parser("run", help="run a command with the venv's python/pyspark and the repository importable")
+    run.add_argument("argv", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    try:
+        env = ensure()
+    except JavaEnvError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.command == "build":
+        print(env.root)
+        return 0
+    if args.command == "info":
+        print(json.dumps({**asdict(env), "process_env_pythonpath": str(REPO_ROOT)}, indent=1))
+        return 0
+    command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not command:
+        parser.error("run needs a command, e.g. run -- python -m pytest tests/spark_jobs")
+    return subprocess.call(command, env=env.process_env())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
