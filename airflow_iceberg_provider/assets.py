@@ -5,6 +5,15 @@
 
 So ``sales.orders`` in catalog ``lake`` is ``iceberg://lake/sales/orders``. The provider registers a normalizer for
 the scheme (``get_provider_info``: ``asset-uris``) that lower-cases the catalog and rejects URIs of another shape.
+
+Airflow keeps one Asset per (name, URI), watchers included: when a DAG file declares the table's Asset without the
+watcher another declaration carries, parsing that file removes the watcher. So what an operator declares for its
+table by itself can never replace a declaration of the user's:
+1. an Asset (or reference) for the table already in the task's ``inlets``/``outlets`` is kept, nothing is added;
+2. else, when the operator's DAG is scheduled on the table's Asset (a watched one, say), that very Asset;
+3. else a reference by URI (``Asset.ref(uri=...)``), which names the table's Asset wherever it is declared and
+   declares nothing itself: a DAG scheduled on the table still sees an ingest's event, and no file that merely
+   runs an operator on the table can drop a watcher declared in another file.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from typing import Any
 from urllib.parse import SplitResult
 
 SCHEME = "iceberg"
+DEFAULT_WATCH_POLL_SECONDS = 60.0
 
 
 def table_asset_uri(catalog: str, table: str) -> str:
@@ -30,6 +40,68 @@ def iceberg_table_asset(catalog: str, table: str, **kwargs: Any) -> Any:
     from airflow.sdk import Asset
 
     return Asset(uri=table_asset_uri(catalog, table), **kwargs)
+
+
+def watched_table_asset(
+    catalog: str,
+    table: str,
+    *,
+    iceberg_conn_id: str | None = None,
+    poll_interval: float = DEFAULT_WATCH_POLL_SECONDS,
+    branch: str = "main",
+    **kwargs: Any,
+) -> Any:
+    """The table's Asset with a watcher that sends an event for every new snapshot of ``branch``, whoever commits.
+
+    The watcher (``IcebergCatalogSnapshotTrigger``) polls the table's metadata in the triggerer every
+    ``poll_interval`` seconds while a DAG that is not paused is scheduled on the Asset. Declare it in one place (a
+    module the DAG files share) if several files name it: Airflow keeps one declaration per asset.
+    """
+    from airflow.sdk import AssetWatcher
+
+    from airflow_iceberg_provider.triggers.snapshot import IcebergCatalogSnapshotTrigger
+
+    trigger = IcebergCatalogSnapshotTrigger(
+        table=table,
+        catalog_name=catalog,
+        iceberg_conn_id=iceberg_conn_id,
+        poll_interval=poll_interval,
+        branch=branch,
+    )
+    watcher = AssetWatcher(name=f"{catalog.lower()}.{table}.{branch}.snapshots", trigger=trigger)
+    return iceberg_table_asset(catalog, table, watchers=[watcher], **kwargs)
+
+
+def declared_uri(obj: Any) -> str | None:
+    """The URI an inlet or outlet names (an Asset or a reference by URI); ``None`` for anything else."""
+    from airflow.sdk import Asset
+    from airflow.sdk.definitions.asset import AssetUriRef
+
+    if isinstance(obj, (Asset, AssetUriRef)):
+        return obj.uri
+    return None
+
+
+def schedule_assets(condition: Any) -> list[Any]:
+    """The Assets a DAG's schedule names (``schedule=[...]``, ``a | b``, ``a & b``), in order."""
+    from airflow.sdk import Asset
+
+    if isinstance(condition, Asset):
+        return [condition]
+    return [asset for part in getattr(condition, "objects", ()) for asset in schedule_assets(part)]
+
+
+def operator_table_asset(catalog: str, table: str, declared: list[Any], scheduled_on: list[Any]) -> Any | None:
+    """What an operator declares for its table (rules 1-3 above); ``None`` when ``declared`` already names it.
+
+    ``declared`` holds the task's own inlets and outlets, ``scheduled_on`` the Assets its DAG is scheduled on.
+    """
+    from airflow.sdk import Asset
+
+    uri = table_asset_uri(catalog, table)
+    if any(declared_uri(obj) == uri for obj in declared):
+        return None
+    return next((asset for asset in scheduled_on if asset.uri == uri), None) or Asset.ref(uri=uri)
 
 
 def sanitize_uri(uri: SplitResult) -> SplitResult:

@@ -1,9 +1,12 @@
 """Event-driven: run when the events table gains a snapshot, and export what the table holds at that snapshot.
 
-The DAG is scheduled on the Asset ``iceberg://<catalog>/<namespace>/events``, which two things update: the outlet
-of ``iceberg_hourly_ingest``'s ingest task, and an ``AssetWatcher`` whose trigger (``IcebergCatalogSnapshotTrigger``,
-the official ``IcebergTableSnapshotTrigger`` under the catalog's name) polls the table in the triggerer and fires on
-any commit, including ones made outside Airflow.
+The DAG is scheduled on the table's Asset ``iceberg://<catalog>/<namespace>/events`` with a watcher
+(``watched_table_asset``: the official ``IcebergTableSnapshotTrigger`` under the catalog's name) that polls the
+table's metadata in the triggerer every ``ICEBERG_DEMO_WATCH_POLL_SECONDS`` seconds (default 60) and sends an event
+for every new snapshot, including commits made outside Airflow. The read task here, and the ingest task of
+``iceberg_hourly_ingest``, name the same Asset by reference, so they never replace the watched declaration (Airflow
+keeps one declaration per asset). An ingest task's own outlet event also reaches this DAG: a commit made by Airflow
+may start two runs, which export the same snapshot.
 """
 
 from __future__ import annotations
@@ -11,28 +14,17 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-from airflow.sdk import AssetWatcher, dag, task
+from airflow.sdk import dag, task
 
-from airflow_iceberg_provider.assets import iceberg_table_asset
+from airflow_iceberg_provider.assets import watched_table_asset
 from airflow_iceberg_provider.operators.read import IcebergReadOperator
 from airflow_iceberg_provider.settings import ICEBERG_CONN_ID_ENV, ProviderSettings
-from airflow_iceberg_provider.triggers.snapshot import IcebergCatalogSnapshotTrigger
 
 SETTINGS = ProviderSettings.from_environment()
 ICEBERG_CONN_ID = os.environ.get(ICEBERG_CONN_ID_ENV) or None
 TABLE = f"{SETTINGS.namespace}.events"
-EVENTS = iceberg_table_asset(
-    SETTINGS.catalog,
-    TABLE,
-    watchers=[
-        AssetWatcher(
-            name="events_commits",
-            trigger=IcebergCatalogSnapshotTrigger(
-                table=TABLE, catalog_name=SETTINGS.catalog, iceberg_conn_id=ICEBERG_CONN_ID, poll_interval=60
-            ),
-        )
-    ],
-)
+POLL_SECONDS = float(os.environ.get("ICEBERG_DEMO_WATCH_POLL_SECONDS", "60"))
+EVENTS = watched_table_asset(SETTINGS.catalog, TABLE, iceberg_conn_id=ICEBERG_CONN_ID, poll_interval=POLL_SECONDS)
 
 
 @dag(schedule=[EVENTS], start_date=datetime(2026, 1, 1), catchup=False, tags=["iceberg", "example"])

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_iceberg_provider.assets import iceberg_table_asset
+from airflow_iceberg_provider.assets import operator_table_asset, schedule_assets
 from airflow_iceberg_provider.engine_package import engine_zip, job_script
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
@@ -166,11 +166,18 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         return self.catalog or self.iceberg_conn_id
 
     def _declare_table_asset(self) -> None:
-        """Declare the table as an inlet or outlet Asset unless its name is only known at run time (templated)."""
+        """Declare the table as an inlet or outlet unless its name is only known at run time (templated).
+
+        What is declared never replaces the user's own Asset for the table (``assets.operator_table_asset``).
+        """
         catalog = self._asset_catalog()
         if not catalog or "{{" in self.table or "{{" in catalog:
             return
-        asset = iceberg_table_asset(catalog, self.table)
+        timetable = self.dag.timetable if self.has_dag() else None
+        scheduled_on = schedule_assets(getattr(timetable, "asset_condition", None))
+        asset = operator_table_asset(catalog, self.table, [*self.inlets, *self.outlets], scheduled_on)
+        if asset is None:
+            return
         if self.declares_output():
             self.outlets = [*self.outlets, asset]
         else:

@@ -32,3 +32,45 @@ def test_airflow_normalizes_through_the_registered_handler() -> None:
 def test_the_provider_defines_no_connection_type_of_its_own() -> None:
     """The ``iceberg`` connection type belongs to the official Iceberg provider; defining one would clash."""
     assert "connection-types" not in get_provider_info()
+
+
+def test_an_operator_names_the_table_by_reference_unless_its_dag_is_scheduled_on_it() -> None:
+    from airflow.sdk.definitions.asset import AssetUriRef
+
+    from airflow_iceberg_provider.assets import operator_table_asset, schedule_assets, watched_table_asset
+
+    assert operator_table_asset("lake", "sales.orders", [], []) == AssetUriRef("iceberg://lake/sales/orders")
+    watched = watched_table_asset("lake", "sales.orders", poll_interval=5)
+    other = Asset("s3://bucket/other")
+    scheduled_on = schedule_assets(other | (Asset("s3://bucket/third") & watched))
+    assert scheduled_on == [other, Asset("s3://bucket/third"), watched]
+    assert operator_table_asset("Lake", "sales.orders", [], scheduled_on) is watched
+    (watcher,) = watched.watchers
+    assert watcher.trigger.serialize()[1]["catalog_name"] == "lake"
+    assert watcher.trigger.serialize()[1]["poll_interval"] == 5
+
+
+def test_an_operator_adds_nothing_when_the_task_already_names_the_table() -> None:
+    from airflow_iceberg_provider.assets import operator_table_asset
+
+    mine = iceberg_table_asset("lake", "sales.orders")
+    assert operator_table_asset("lake", "sales.orders", [mine], []) is None
+    assert operator_table_asset("lake", "sales.orders", [Asset.ref(uri="iceberg://lake/sales/orders")], []) is None
+    assert operator_table_asset("lake", "sales.orders", [Asset("s3://bucket/other")], []) is not None
+
+
+def test_the_operator_keeps_the_users_asset_and_reuses_its_dags_watched_one() -> None:
+    from airflow.sdk import DAG
+
+    from airflow_iceberg_provider.assets import watched_table_asset
+    from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
+    from airflow_iceberg_provider.operators.read import IcebergReadOperator
+
+    watched = watched_table_asset("lake", "sales.orders")
+    with DAG("assets_watched", schedule=[watched], start_date=None):
+        read = IcebergReadOperator(task_id="read", catalog="lake", table="sales.orders", output_path="/o")
+        ingest = IcebergIngestOperator(
+            task_id="ingest", catalog="lake", table="sales.orders", source="/s", outlets=[watched]
+        )
+    assert read.inlets == [watched]
+    assert ingest.outlets == [watched]

@@ -41,11 +41,46 @@ def test_every_example_dag_imports(dag_bag: DagBag) -> None:
 def test_the_ingest_outlet_is_the_asset_the_event_driven_dag_waits_for(dag_bag: DagBag) -> None:
     outlet = dag_bag.dags["iceberg_hourly_ingest"].get_task("ingest_hour").outlets
     assert [asset.uri for asset in outlet] == ["iceberg://testing/example_dags/events"]
+    # A reference: it names the watched Asset declared by iceberg_on_new_snapshot and never replaces it.
+    assert type(outlet[0]).__name__ == "AssetUriRef"
     on_new = dag_bag.dags["iceberg_on_new_snapshot"]
     (scheduled_on,) = on_new.timetable.asset_condition.objects
     assert scheduled_on.uri == "iceberg://testing/example_dags/events"
     (watcher,) = scheduled_on.watchers
     assert watcher.trigger.serialize()[1]["catalog_name"] == "testing"
+    # The read task in the same file declares the watched Asset itself, not a copy without the watcher.
+    assert on_new.get_task("export_new_snapshot").inlets == [scheduled_on]
+
+
+@pytest.mark.airflow
+@pytest.mark.usefixtures("airflow_db", "example_settings")
+def test_the_watcher_survives_every_example_file_being_parsed() -> None:
+    """As the DAG processor does: each file's DAGs written to the database on its own, the watched one first.
+
+    Airflow keeps one Asset per (name, URI); a file declaring the table's Asset without the watcher would remove
+    the watcher from the database when it is parsed after the file that declares it.
+    """
+    from airflow.models.asset import AssetModel
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from tests.support.airflow_env import sync_dag_file
+
+    files = sorted(DAGS_DIR.glob("*.py"), key=lambda path: path.name != "iceberg_on_new_snapshot.py")
+    sync_dag_file(files[0])
+    with create_session() as session:
+        session.get(DagModel, "iceberg_on_new_snapshot").is_paused = False  # a watcher runs for unpaused DAGs
+    for path in files:
+        sync_dag_file(path)
+    with create_session() as session:
+        asset = session.scalars(
+            select(AssetModel).where(AssetModel.uri == "iceberg://testing/example_dags/events")
+        ).one()
+        assert [trigger.classpath for trigger in asset.triggers] == [
+            "airflow_iceberg_provider.triggers.snapshot.IcebergCatalogSnapshotTrigger"
+        ]
+        session.get(DagModel, "iceberg_on_new_snapshot").is_paused = True
 
 
 def test_nightly_compaction_is_gated_by_the_sensor(dag_bag: DagBag) -> None:

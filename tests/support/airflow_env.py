@@ -66,3 +66,15 @@ def xcom_return_value(dag_run, task_id: str):
             XComModel.get_many(run_id=dag_run.run_id, key="return_value", task_ids=task_id, dag_ids=dag_run.dag_id)
         ).first()
         return None if row is None else XComModel.deserialize_value(row)
+
+
+def sync_dag_file(path: Path) -> None:
+    """Parse one DAG file and write its DAGs, serialized, to the metadata database, as the DAG processor does."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+
+    DagBundlesManager().sync_bundles_to_db()
+    bag = DagBag(dag_folder=str(path))
+    if bag.import_errors:
+        raise RuntimeError(f"{path} failed to import: {bag.import_errors}")
+    sync_bag_to_db(bag, "dags-folder", None)
