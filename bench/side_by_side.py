@@ -1,0 +1,546 @@
+"""Side-by-side benchmark: Iceberg Java and our jobs on the same tables, on the same machine, in one run.
+
+1. Start two runners, each a warm Spark ``local[2]`` session with the same settings (``side_by_side_jobs``):
+   ``side_by_side_java.py`` in the Java environment's virtualenv (pyspark 3.5 + Iceberg's runtime jar) and
+   ``side_by_side_ours.py`` in this project's. Both open the same catalog (the Java environment's SQLite catalog).
+2. Have Java build the tables that are missing (``side_by_side_jobs`` module doc; a few minutes the first time).
+3. Per job: one untimed run per side (warm-up), then ``--rounds`` rounds; each round runs Java and ours once each,
+   Java first in even rounds and ours first in odd ones, so both see the same machine load. Each run's table is
+   prepared before it and restored after it, untimed (fresh ingest targets; commits rolled back). The first
+   round's outcome is checked: the same rows on both sides (Java's reader computes the checksum of both
+   tables), the same count and sum for every query.
+4. Cold jobs: one ``spark-submit`` per run, as Airflow runs a task (a new JVM, one query, the job's exit),
+   alternating Java and ours the same way; timed from launch to exit by this process.
+5. Per job: the median seconds of each side, the median of the per-round ratios (ours / Java), the CPU seconds
+   of each runner's process tree, and the Spark jobs, stages and tasks each side ran. Results go to
+   ``bench/results/side_by_side_<date>.json`` and a Markdown table beside it.
+
+    .venv/bin/python bench/side_by_side.py [--jobs scan,ingest,upsert,compact,rewrite,cold,first_read] [--rounds 3]
+
+The Java environment: ``--java-root`` (``ANCHOR_ROOT``, default /tmp/iceberg-java) built by the recipe in
+``--anchor-dir`` (``ANCHOR_ROOT=/tmp/iceberg-java bash /work/shared/iceberg-java/setup.sh``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+import side_by_side_jobs as sbs  # noqa: E402
+from run_info import RunStart, load_average  # noqa: E402
+
+JOB_GROUPS = ("scan", "ingest", "upsert", "compact", "rewrite", "cold", "first_read")
+
+
+class Runner:
+    """A runner subprocess: requests as JSON lines on its stdin, replies read from its stdout."""
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path) -> None:
+        self.name = name
+        self.log = log_path.open("ab")
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=REPO_ROOT
+        )
+        ready = self._reply()
+        if not ready.ok:
+            raise RuntimeError(f"{name} runner did not start: {ready.error} (log {log_path})")
+        self.start_seconds = ready.seconds
+
+    def _reply(self) -> sbs.Reply:
+        assert self.process.stdout is not None
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{self.name} runner exited (code {self.process.poll()}); see {self.log.name}")
+            text = line.decode()
+            if text.startswith(sbs.RESULT_PREFIX):
+                return sbs.Reply(**json.loads(text[len(sbs.RESULT_PREFIX) :]))
+
+    def request(self, op: str, **fields: Any) -> sbs.Reply:
+        """Send one request and wait for its reply."""
+        assert self.process.stdin is not None
+        self.process.stdin.write((json.dumps({"op": op, **fields}) + "\n").encode())
+        self.process.stdin.flush()
+        return self._reply()
+
+    def must(self, op: str, **fields: Any) -> sbs.Reply:
+        """``request``, failing the run when the runner reports an error."""
+        reply = self.request(op, **fields)
+        if not reply.ok:
+            raise RuntimeError(f"{self.name} {op} {fields} failed: {reply.error}")
+        return reply
+
+    def close(self) -> None:
+        """Ask the runner to stop and wait for it."""
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.write(b'{"op": "quit"}\n')
+            self.process.stdin.close()
+            self.process.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+        self.log.close()
+
+
+@dataclass
+class Run:
+    """One timed run of one side."""
+
+    seconds: float
+    cpu_seconds: float
+    spark_jobs: int
+    spark_stages: int
+    spark_tasks: int
+    result: dict[str, Any]
+
+
+@dataclass
+class JobResult:
+    """Every round of one job, both sides, and what the round's checks found."""
+
+    name: str
+    description: str
+    java: list[Run] = field(default_factory=list)
+    ours: list[Run] = field(default_factory=list)
+    loadavg: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)
+    unsupported: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        """Medians of each side and the median of per-round ratios."""
+
+        def median(runs: list[Run], key: str) -> float | None:
+            values = [getattr(run, key) for run in runs]
+            return round(statistics.median(values), 3) if values else None
+
+        ratios = [o.seconds / j.seconds for j, o in zip(self.java, self.ours, strict=False) if j.seconds > 0]
+        return {
+            "job": self.name,
+            "java_s": median(self.java, "seconds"),
+            "ours_s": median(self.ours, "seconds"),
+            "ratio": round(statistics.median(ratios), 3) if ratios else None,
+            "ratios": [round(ratio, 3) for ratio in ratios],
+            "java_cpu_s": median(self.java, "cpu_seconds"),
+            "ours_cpu_s": median(self.ours, "cpu_seconds"),
+            "java_spark": _spark_shape(self.java),
+            "ours_spark": _spark_shape(self.ours),
+            "unsupported": self.unsupported,
+        }
+
+
+def _spark_shape(runs: list[Run]) -> str:
+    """Spark jobs / stages / tasks of the last run."""
+    if not runs:
+        return "-"
+    last = runs[-1]
+    return f"{last.spark_jobs}/{last.spark_stages}/{last.spark_tasks}"
+
+
+def as_run(reply: sbs.Reply) -> Run:
+    """A timed reply as a Run."""
+    return Run(reply.seconds, reply.cpu_seconds, reply.spark_jobs, reply.spark_stages, reply.spark_tasks, reply.result)
+
+
+class SideBySide:
+    """Both runners, the tables' facts, and the jobs."""
+
+    def __init__(self, args: argparse.Namespace, java: Runner, ours: Runner, built: dict[str, Any]) -> None:
+        self.args, self.java, self.ours, self.built = args, java, ours, built
+        self.results: list[JobResult] = []
+
+    def wait_for_quiet(self) -> str:
+        """Wait (up to ``--quiet-timeout`` s) for the 1-minute load average to drop below ``--max-load``."""
+        deadline = time.monotonic() + self.args.quiet_timeout
+        while float(load_average().split()[0]) > self.args.max_load and time.monotonic() < deadline:
+            time.sleep(5)
+        return load_average()
+
+    def rounds(
+        self, result: JobResult, run_java: Any, run_ours: Any, check: Any = None, warmup: bool = True
+    ) -> JobResult:
+        """Warm-up, then alternating rounds (module doc, step 3); ``run_*`` return a Run, ``check`` compares."""
+        result.loadavg.append(self.wait_for_quiet())
+        if warmup:
+            run_java()
+            run_ours()
+        for index in range(self.args.rounds):
+            sides = [("java", run_java), ("ours", run_ours)]
+            if index % 2:
+                sides.reverse()
+            runs = {name: runner() for name, runner in sides}
+            result.java.append(runs["java"])
+            result.ours.append(runs["ours"])
+            if check is not None and index == 0:
+                result.checks.append(check(runs["java"], runs["ours"]))
+            print(
+                f"  {result.name} round {index}: java {runs['java'].seconds:.3f}s ours {runs['ours'].seconds:.3f}s "
+                f"ratio {runs['ours'].seconds / runs['java'].seconds:.2f}  load {load_average()}",
+                flush=True,
+            )
+        result.loadavg.append(load_average())
+        self.results.append(result)
+        return result
+
+    # ---------------------------------------------------------------- reads
+    def scan_jobs(self) -> None:
+        """count + sum over each table, full and 0.1% range (warm sessions)."""
+        first = self.built["mor_pos_first_snapshot"]
+        for query in sbs.queries(self.args.rows):
+            snapshot = first if query.at_first_snapshot else None
+
+            def run_java(query: sbs.Query = query, snapshot: int | None = snapshot) -> Run:
+                return as_run(self.java.must("query", table=query.table, where=query.where_sql(), snapshot_id=snapshot))
+
+            def run_ours(query: sbs.Query = query, snapshot: int | None = snapshot) -> Run:
+                return as_run(
+                    self.ours.must("query", table=query.table, row_filter=query.row_filter(), snapshot_id=snapshot)
+                )
+
+            description = f"count(*), sum(price) of {query.table}" + (" at its first snapshot" if snapshot else "")
+            description += f" where {query.where_sql()}" if query.k_range else ""
+            self.rounds(JobResult(query.name, description), run_java, run_ours, check=same_answer)
+
+    # ---------------------------------------------------------------- ingest
+    def ingest_jobs(self) -> None:
+        """5M generated rows, and 5M rows from Parquet files, into a new v2 table."""
+        rows = self.args.rows
+        source = str(self.args.java_root / "bench" / "source_parquet")
+        for name, op, fields, description in (
+            ("ingest_generated", "ingest_generated", {"rows": rows}, f"append of {rows:,} generated rows"),
+            ("ingest_parquet", "ingest_parquet", {"source": source}, f"append of {rows:,} rows from 4 Parquet files"),
+        ):
+            self.rounds(
+                JobResult(name, description + " into a new, empty v2 table"),
+                lambda op=op, fields=fields: self._ingest(self.java, "ingest_java", op, fields),
+                lambda op=op, fields=fields: self._ingest(self.ours, "ingest_ours", op, fields),
+                check=lambda _j, _o: self.same_rows("ingest_java", "ingest_ours"),
+            )
+        self.java.must("drop", table="ingest_java")
+        self.java.must("drop", table="ingest_ours")
+
+    def _ingest(self, runner: Runner, table: str, op: str, fields: dict[str, Any]) -> Run:
+        self.java.must("create_table", table=table)  # the same DDL for both sides' targets
+        return as_run(runner.must(op, table=table, **fields))
+
+    def same_rows(self, java_table: str, our_table: str) -> str:
+        """Java's checksum of both tables; fails the run when they differ."""
+        expected = self.java.must("checksum", table=java_table).result
+        actual = self.java.must("checksum", table=our_table).result
+        if expected != actual:
+            raise AssertionError(f"{our_table} holds other rows than {java_table}: {actual} != {expected}")
+        return f"same rows: {expected['count']} rows, checksum {expected['checksum']}"
+
+    # ---------------------------------------------------------------- commits on shared tables
+    def _on_shared_table(self, runner: Runner, table: str, op: str, fields: dict[str, Any], after: dict) -> Run:
+        """Run ``op`` on ``table``, remember its outcome's checksum, then roll the table back (untimed)."""
+        base = self.java.must("snapshot", table=table).result["snapshot_id"]
+        run = as_run(runner.must(op, table=table, **fields))
+        if runner.name not in after:
+            after[runner.name] = self.java.must("checksum", table=table).result
+        runner.must("rollback", table=table, snapshot_id=base)
+        return run
+
+    def _compare_outcomes(self, after: dict, what: str) -> str:
+        if after.get("java") != after.get("ours"):
+            raise AssertionError(f"{what}: ours left {after.get('ours')}, Java left {after.get('java')}")
+        return f"same rows after {what}: {after['java']}"
+
+    def upsert_jobs(self) -> None:
+        """An upsert of 60,000 keys (50,000 matched) into the 5M-row table, merge-on-read."""
+        after: dict[str, Any] = {}
+        self.rounds(
+            JobResult(
+                "upsert",
+                f"upsert of {sbs.UPSERT_MATCHED + sbs.UPSERT_NEW:,} keys ({sbs.UPSERT_MATCHED:,} matched) into "
+                f"{self.args.rows:,} rows; Java MERGE INTO, merge-on-read",
+            ),
+            lambda: self._on_shared_table(self.java, "upsert", "upsert", {}, after),
+            lambda: self._on_shared_table(self.ours, "upsert", "upsert", {}, after),
+            check=lambda _j, _o: self._compare_outcomes(after, "the upsert"),
+        )
+
+    def compact_jobs(self) -> None:
+        """Bin-pack of the 2,000 small files into one."""
+        after: dict[str, Any] = {}
+        options = {"min-input-files": "2"}
+        self.rounds(
+            JobResult(
+                "compact_small", f"rewrite_data_files of {sbs.SMALL_FILES:,} files x 100 rows, min-input-files 2"
+            ),
+            lambda: self._on_shared_table(self.java, "small", "rewrite", {"options": options}, after),
+            lambda: self._on_shared_table(self.ours, "small", "rewrite", {"options": options}, after),
+            check=lambda _j, _o: self._compare_outcomes(after, "the rewrite"),
+        )
+
+    def rewrite_jobs(self) -> None:
+        """rewrite-all of each table with deletes (the deletes folded into the new files)."""
+        for table, label in (("mor_pos", "position deletes"), ("mor_eq", "equality deletes"), ("mor_dv", "DVs")):
+            after: dict[str, Any] = {}
+            result = JobResult(f"rewrite_all_{table}", f"rewrite_data_files rewrite-all of {table} ({label})")
+            if table == "mor_dv" and not self.args.rewrite_v3:
+                result.unsupported = "ours: format v3 writes not available yet"
+                self.results.append(result)
+                continue
+            self.rounds(
+                result,
+                lambda table=table, after=after: self._on_shared_table(
+                    self.java, table, "rewrite", {"options": {"rewrite-all": "true"}}, after
+                ),
+                lambda table=table, after=after: self._on_shared_table(
+                    self.ours, table, "rewrite", {"options": {"rewrite-all": "true"}}, after
+                ),
+                check=lambda _j, _o, after=after: self._compare_outcomes(after, "the rewrite"),
+            )
+
+    # ---------------------------------------------------------------- cold runs
+    def cold_jobs(self) -> None:
+        """One spark-submit per run: a read job writing the query's rows as Parquet (as Airflow runs it)."""
+        submit = self.java.must("spark_submit_args").result
+        by_name = {query.name: query for query in sbs.queries(self.args.rows)}
+        for name in self.args.cold_queries.split(","):
+            query = by_name[name]
+            outputs = Path(tempfile.mkdtemp(prefix="side-by-side-cold-"))
+            try:
+                self.rounds(
+                    JobResult(
+                        f"cold_{name}",
+                        f"spark-submit of a read job: price of {query.table}"
+                        + (f" where {query.where_sql()}" if query.k_range else "")
+                        + " written as Parquet",
+                    ),
+                    lambda query=query, outputs=outputs: self._cold_java(query, submit, outputs / "java"),
+                    lambda query=query, outputs=outputs: self._cold_ours(query, outputs / "ours"),
+                    check=lambda _j, _o, outputs=outputs: same_output_rows(outputs / "java", outputs / "ours"),
+                    warmup=False,
+                )
+            finally:
+                shutil.rmtree(outputs, ignore_errors=True)
+
+    def _cold_java(self, query: sbs.Query, submit: dict[str, Any], output: Path) -> Run:
+        java_bin = Path(self.args.java_python).parent
+        command = [str(java_bin / "spark-submit"), *common_submit_args()]
+        command += ["--jars", submit["jars"]]
+        for key, value in submit["conf"].items():
+            command += ["--conf", f"{key}={value}"]
+        command += [
+            str(BENCH_DIR / "side_by_side_java_job.py"),
+            "read",
+            "--table",
+            f"{sbs.CATALOG}.bench.{query.table}",
+        ]
+        command += ["--columns", "price", "--output", str(output)]
+        if query.where_sql():
+            command += ["--where", query.where_sql()]
+        env = {**os.environ, "PYSPARK_PYTHON": self.args.java_python, "PYSPARK_DRIVER_PYTHON": self.args.java_python}
+        return timed_process(command, env)
+
+    def _cold_ours(self, query: sbs.Query, output: Path) -> Run:
+        from airflow_iceberg_provider.engine_package import engine_zip
+
+        command = [str(Path(sys.executable).parent / "spark-submit"), *common_submit_args()]
+        command += ["--py-files", str(engine_zip())]
+        command += [
+            str(REPO_ROOT / "spark_jobs" / "read.py"),
+            "--catalog",
+            sbs.CATALOG,
+            "--table",
+            f"bench.{query.table}",
+        ]
+        command += ["--columns", "price", "--output", str(output), "--mode", "overwrite"]
+        if query.row_filter():
+            command += ["--filter", query.row_filter()]
+        return timed_process(command, {**os.environ, **our_catalog_env(self.args.java_root)})
+
+    # ---------------------------------------------------------------- in-process first read
+    def first_read_jobs(self) -> None:
+        """Our engine's first read in a process (caches emptied) against pyarrow's read of the same files."""
+        reply = self.ours.must("first_read", table="mor_eq", rounds=self.args.rounds * 3)
+        result = JobResult("first_read_inprocess_mor_eq", "in-process read of price, caches emptied, vs pyarrow")
+        result.checks.append(json.dumps(reply.result))
+        self.results.append(result)
+
+
+def same_answer(java: Run, ours: Run) -> str:
+    """Equal count and (up to summation order) equal sum; fails the run otherwise."""
+    j, o = java.result, ours.result
+    if j["count"] != o["count"] or not math.isclose(j["sum_price"] or 0, o["sum_price"] or 0, rel_tol=1e-9):
+        raise AssertionError(f"answers differ: Java {j}, ours {o}")
+    return f"same answer: {j['count']} rows, sum {j['sum_price']:.2f}"
+
+
+def same_output_rows(java_output: Path, our_output: Path) -> str:
+    """Both cold jobs wrote the same number of rows and the same sum of price."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    def answer(path: Path) -> tuple[int, float]:
+        table = ds.dataset(str(path), format="parquet", exclude_invalid_files=True).to_table()
+        return table.num_rows, pc.sum(table.column("price")).as_py() or 0.0
+
+    java, ours = answer(java_output), answer(our_output)
+    if java[0] != ours[0] or not math.isclose(java[1], ours[1], rel_tol=1e-9):
+        raise AssertionError(f"cold outputs differ: Java {java}, ours {ours}")
+    return f"same output: {java[0]} rows"
+
+
+def common_submit_args() -> list[str]:
+    """The spark-submit options both cold jobs get (those Airflow's operator would pass, plus the shared settings)."""
+    args = ["--master", sbs.SPARK_CONF["spark.master"], "--driver-memory", "2g"]
+    for key in ("spark.sql.session.timeZone", "spark.ui.showConsoleProgress", "spark.driver.host"):
+        args += ["--conf", f"{key}={sbs.SPARK_CONF[key]}"]
+    return args
+
+
+def our_catalog_env(java_root: Path) -> dict[str, str]:
+    """pyiceberg's environment for the Java environment's catalog, and Spark's Python."""
+    prefix = f"PYICEBERG_CATALOG__{sbs.CATALOG.upper()}__"
+    return {
+        prefix + "TYPE": "sql",
+        prefix + "URI": f"sqlite:///{java_root / 'bench' / 'catalog.db'}",
+        prefix + "WAREHOUSE": f"file://{java_root / 'bench' / 'warehouse'}",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
+
+
+def timed_process(command: list[str], env: dict[str, str]) -> Run:
+    """Run a spark-submit to its end; wall seconds from launch to exit, CPU of its process tree (reaped)."""
+    before = os.times()
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False, cwd=REPO_ROOT)
+    seconds = time.perf_counter() - started
+    after = os.times()
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[0]} exited {done.returncode}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "{}"
+    try:
+        result = json.loads(last)
+    except json.JSONDecodeError:
+        result = {"last_line": last}
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return Run(round(seconds, 3), round(cpu, 3), 0, 0, 0, {"seconds": result.get("seconds")})
+
+
+def markdown(header: dict[str, Any], results: list[JobResult]) -> str:
+    """The results as a Markdown table."""
+    lines = [
+        f"# Side by side with Iceberg Java ({header['date']})",
+        "",
+        f"Machine: nproc {header['machine']['nproc']}, load {header['machine']['loadavg_start']} at the start, "
+        f"{header['machine']['loadavg_end']} at the end; engine {header['engine_commit']}.",
+        "",
+        "| job | Java s | ours s | ours/Java | per-round ratios | Java CPU s | ours CPU s | Spark jobs/stages/tasks "
+        "Java | ours |",
+        "|---|---:|---:|---:|---|---:|---:|---|---|",
+    ]
+    for result in results:
+        s = result.summary()
+        if result.unsupported:
+            lines.append(f"| {result.name} | - | - | {result.unsupported} | | | | | |")
+            continue
+        lines.append(
+            f"| {s['job']} | {s['java_s']} | {s['ours_s']} | **{s['ratio']}x** | {s['ratios']} | {s['java_cpu_s']} | "
+            f"{s['ours_cpu_s']} | {s['java_spark']} | {s['ours_spark']} |"
+        )
+    lines += ["", "Checks:", ""]
+    lines += [f"- {result.name}: {check}" for result in results for check in result.checks]
+    return "\n".join(lines) + "\n"
+
+
+def parse_args() -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", default=",".join(JOB_GROUPS), help=f"comma list of {', '.join(JOB_GROUPS)}")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rows", type=int, default=sbs.ROWS)
+    parser.add_argument("--java-root", type=Path, default=Path(os.environ.get("ANCHOR_ROOT", "/tmp/iceberg-java")))
+    parser.add_argument("--anchor-dir", default="/work/shared/iceberg-java", help="the Java recipe (anchor_env.py)")
+    parser.add_argument("--java-python", help="the Java environment's python (default: JAVA_ROOT/venv/bin/python)")
+    parser.add_argument("--cold-queries", default="scan_range_eq,scan_full_pos,scan_full_eq")
+    parser.add_argument("--rewrite-v3", action="store_true", help="also rewrite the v3 table with ours")
+    parser.add_argument("--max-load", type=float, default=2.5, help="wait for a 1-minute load below this per job")
+    parser.add_argument("--quiet-timeout", type=float, default=120, help="seconds to wait for that at most")
+    parser.add_argument("--results-name", help="file name stem under bench/results (default side_by_side_<date>)")
+    args = parser.parse_args()
+    args.java_python = args.java_python or str(args.java_root / "venv" / "bin" / "python")
+    unknown = set(args.jobs.split(",")) - set(JOB_GROUPS)
+    if unknown:
+        parser.error(f"unknown jobs {sorted(unknown)}")
+    return args
+
+
+def main() -> None:
+    """Start the runners, build the tables, run the chosen jobs, write the results."""
+    args = parse_args()
+    run_start = RunStart()
+    results_dir = BENCH_DIR / "results"
+    results_dir.mkdir(exist_ok=True)
+    logs_dir = BENCH_DIR / "data" / "side_by_side_logs"  # the runners' stderr (Spark's logs), not kept in git
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    stem = args.results_name or f"side_by_side_{dt.date.today().isoformat()}"
+    java_env = {**os.environ, "ANCHOR_ROOT": str(args.java_root), "PYSPARK_PYTHON": args.java_python}
+    java = Runner(
+        "java",
+        [args.java_python, str(BENCH_DIR / "side_by_side_java.py"), "--anchor-dir", args.anchor_dir],
+        java_env,
+        logs_dir / f"{stem}.java.log",
+    )
+    ours = None
+    try:
+        source = args.java_root / "bench" / "source_parquet"
+        built = java.must("build", rows=args.rows, parquet_source=str(source)).result
+        print(f"tables: made {built['made'] or 'none'}; {json.dumps(built['files'])}", flush=True)
+        ours = Runner(
+            "ours",
+            [
+                sys.executable,
+                str(BENCH_DIR / "side_by_side_ours.py"),
+                "--catalog-db",
+                str(args.java_root / "bench" / "catalog.db"),
+                "--warehouse",
+                str(args.java_root / "bench" / "warehouse"),
+            ],
+            {**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+            logs_dir / f"{stem}.ours.log",
+        )
+        bench = SideBySide(args, java, ours, built)
+        chosen = args.jobs.split(",")
+        for group in JOB_GROUPS:
+            if group in chosen:
+                print(f"{group} (load {load_average()})", flush=True)
+                getattr(bench, f"{group}_jobs")()
+        header = run_start.header(args)
+        header["versions"] = built.get("versions")
+        header["runner_start_seconds"] = {"java": java.start_seconds, "ours": ours.start_seconds}
+        report = {
+            **header,
+            "summary": [result.summary() for result in bench.results],
+            "jobs": [asdict(result) for result in bench.results],
+        }
+        (results_dir / f"{stem}.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+        (results_dir / f"{stem}.md").write_text(markdown(header, bench.results))
+        print(markdown(header, bench.results))
+    finally:
+        java.close()
+        if ours is not None:
+            ours.close()
+
+
+if __name__ == "__main__":
+    main()
