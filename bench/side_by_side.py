@@ -17,8 +17,10 @@
 
     .venv/bin/python bench/side_by_side.py [--jobs scan,ingest,upsert,compact,rewrite,cold,first_read] [--rounds 3]
 
-The Java environment: ``--java-root`` (``ANCHOR_ROOT``, default /tmp/iceberg-java) built by the recipe in
-``--anchor-dir`` (``ANCHOR_ROOT=/tmp/iceberg-java bash /work/shared/iceberg-java/setup.sh``).
+The Java environment: ``--java-env project`` (default) is the project's (``tests.support.java_env``: pyspark 3.5
+and the official ``iceberg-spark-runtime`` jar from Maven Central, built on first use); ``--java-env recipe`` is
+the shared recipe's (``ANCHOR_ROOT=/tmp/iceberg-java bash .../iceberg-java/setup.sh``, ``--anchor-dir``). The
+tables, the catalog and the Parquet source live under ``--data-dir`` (default ``bench/data/side_by_side``).
 """
 
 from __future__ import annotations
@@ -219,7 +221,7 @@ class SideBySide:
     def ingest_jobs(self) -> None:
         """5M generated rows, and 5M rows from Parquet files, into a new v2 table."""
         rows = self.args.rows
-        source = str(self.args.java_root / "bench" / "source_parquet")
+        source = str(self.args.data_dir / "source_parquet")
         for name, op, fields, description in (
             ("ingest_generated", "ingest_generated", {"rows": rows}, f"append of {rows:,} generated rows"),
             ("ingest_parquet", "ingest_parquet", {"source": source}, f"append of {rows:,} rows from 4 Parquet files"),
@@ -364,7 +366,7 @@ class SideBySide:
         command += ["--columns", "price", "--output", str(output), "--mode", "overwrite"]
         if query.row_filter():
             command += ["--filter", query.row_filter()]
-        return timed_process(command, {**os.environ, **our_catalog_env(self.args.java_root)})
+        return timed_process(command, {**os.environ, **our_catalog_env(self.args.data_dir)})
 
     # ---------------------------------------------------------------- in-process first read
     def first_read_jobs(self) -> None:
@@ -406,13 +408,13 @@ def common_submit_args() -> list[str]:
     return args
 
 
-def our_catalog_env(java_root: Path) -> dict[str, str]:
-    """pyiceberg's environment for the Java environment's catalog, and Spark's Python."""
+def our_catalog_env(data_dir: Path) -> dict[str, str]:
+    """pyiceberg's environment for the benchmark's catalog, and Spark's Python."""
     prefix = f"PYICEBERG_CATALOG__{sbs.CATALOG.upper()}__"
     return {
         prefix + "TYPE": "sql",
-        prefix + "URI": f"sqlite:///{java_root / 'bench' / 'catalog.db'}",
-        prefix + "WAREHOUSE": f"file://{java_root / 'bench' / 'warehouse'}",
+        prefix + "URI": f"sqlite:///{data_dir / 'catalog.db'}",
+        prefix + "WAREHOUSE": f"file://{data_dir / 'warehouse'}",
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
@@ -469,20 +471,52 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--jobs", default=",".join(JOB_GROUPS), help=f"comma list of {', '.join(JOB_GROUPS)}")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=sbs.ROWS)
-    parser.add_argument("--java-root", type=Path, default=Path(os.environ.get("ANCHOR_ROOT", "/tmp/iceberg-java")))
-    parser.add_argument("--anchor-dir", default="/work/shared/iceberg-java", help="the Java recipe (anchor_env.py)")
-    parser.add_argument("--java-python", help="the Java environment's python (default: JAVA_ROOT/venv/bin/python)")
+    parser.add_argument("--data-dir", type=Path, default=BENCH_DIR / "data" / "side_by_side")
+    parser.add_argument("--java-env", choices=("project", "recipe"), default="project")
+    parser.add_argument("--anchor-dir", default="/work/shared/iceberg-java", help="the recipe (anchor_env.py)")
+    parser.add_argument("--anchor-root", type=Path, default=Path(os.environ.get("ANCHOR_ROOT", "/tmp/iceberg-java")))
     parser.add_argument("--cold-queries", default="scan_range_eq,scan_full_pos,scan_full_eq")
     parser.add_argument("--rewrite-v3", action="store_true", help="also rewrite the v3 table with ours")
     parser.add_argument("--max-load", type=float, default=2.5, help="wait for a 1-minute load below this per job")
     parser.add_argument("--quiet-timeout", type=float, default=120, help="seconds to wait for that at most")
     parser.add_argument("--results-name", help="file name stem under bench/results (default side_by_side_<date>)")
     args = parser.parse_args()
-    args.java_python = args.java_python or str(args.java_root / "venv" / "bin" / "python")
+    args.data_dir = args.data_dir.resolve()
     unknown = set(args.jobs.split(",")) - set(JOB_GROUPS)
     if unknown:
         parser.error(f"unknown jobs {sorted(unknown)}")
     return args
+
+
+@dataclass(frozen=True)
+class JavaEnvironment:
+    """The Java side's interpreter (pyspark 3.5), the jars Spark loads, and settings those jars need."""
+
+    python: str
+    jars: list[str]
+    conf: dict[str, str]
+
+
+def java_environment(args: argparse.Namespace) -> JavaEnvironment:
+    """The project's Java environment (built on first use), or the shared recipe's."""
+    if args.java_env == "project":
+        sys.path.insert(0, str(REPO_ROOT))
+        from tests.support import java_env
+
+        env = java_env.ensure()
+        return JavaEnvironment(env.python, list(env.jars), {"spark.driver.extraJavaOptions": "-Duser.timezone=UTC"})
+    os.environ["ANCHOR_ROOT"] = str(args.anchor_root)
+    sys.path.insert(0, args.anchor_dir)
+    import anchor_env
+
+    return JavaEnvironment(
+        str(args.anchor_root / "venv" / "bin" / "python"),
+        [*anchor_env.iceberg_jars(), anchor_env.SQLITE_JAR],
+        {
+            "spark.driver.extraJavaOptions": f"-Djava.library.path={anchor_env.SQLITE_JNI_DIR} -Duser.timezone=UTC",
+            "spark.driver.extraLibraryPath": anchor_env.SQLITE_JNI_DIR,
+        },
+    )
 
 
 def main() -> None:
@@ -494,16 +528,29 @@ def main() -> None:
     logs_dir = BENCH_DIR / "data" / "side_by_side_logs"  # the runners' stderr (Spark's logs), not kept in git
     logs_dir.mkdir(parents=True, exist_ok=True)
     stem = args.results_name or f"side_by_side_{dt.date.today().isoformat()}"
-    java_env = {**os.environ, "ANCHOR_ROOT": str(args.java_root), "PYSPARK_PYTHON": args.java_python}
+    java_environment_ = java_environment(args)
+    args.java_python = java_environment_.python
+    catalog_db, warehouse = args.data_dir / "catalog.db", args.data_dir / "warehouse"
     java = Runner(
         "java",
-        [args.java_python, str(BENCH_DIR / "side_by_side_java.py"), "--anchor-dir", args.anchor_dir],
-        java_env,
+        [
+            java_environment_.python,
+            str(BENCH_DIR / "side_by_side_java.py"),
+            "--jars",
+            ",".join(java_environment_.jars),
+            "--catalog-db",
+            str(catalog_db),
+            "--warehouse",
+            str(warehouse),
+            "--conf",
+            json.dumps(java_environment_.conf),
+        ],
+        {**os.environ, "PYSPARK_PYTHON": java_environment_.python, "PYSPARK_DRIVER_PYTHON": java_environment_.python},
         logs_dir / f"{stem}.java.log",
     )
     ours = None
     try:
-        source = args.java_root / "bench" / "source_parquet"
+        source = args.data_dir / "source_parquet"
         built = java.must("build", rows=args.rows, parquet_source=str(source)).result
         print(f"tables: made {built['made'] or 'none'}; {json.dumps(built['files'])}", flush=True)
         ours = Runner(
@@ -512,9 +559,9 @@ def main() -> None:
                 sys.executable,
                 str(BENCH_DIR / "side_by_side_ours.py"),
                 "--catalog-db",
-                str(args.java_root / "bench" / "catalog.db"),
+                str(catalog_db),
                 "--warehouse",
-                str(args.java_root / "bench" / "warehouse"),
+                str(warehouse),
             ],
             {**os.environ, "PYTHONPATH": str(REPO_ROOT)},
             logs_dir / f"{stem}.ours.log",

@@ -2,8 +2,8 @@
 
 Runs in the Java environment's virtualenv (pyspark 3.5 + ``iceberg-spark-runtime``), never in the project's. It
 reads one JSON request per line on stdin and answers each with one line (``side_by_side_jobs.RESULT_PREFIX``) on
-stdout; everything else it prints goes to stderr. The environment is the Java recipe's ``anchor_env`` module
-(``--anchor-dir``): the SparkSession factory, the JdbcCatalog on SQLite and the jar paths.
+stdout; everything else it prints goes to stderr. The orchestrator passes the jars (Iceberg's Spark runtime and a
+SQLite JDBC driver) and the catalog file; Java's JdbcCatalog runs with its tables created here, as Java would.
 
 Requests (``op``): ``build`` (make missing tables), ``query``, ``ingest_generated``, ``ingest_parquet``, ``upsert``,
 ``rewrite``, ``checksum``, ``rollback``, ``snapshot``, ``drop``, ``spark_submit_args`` (for the cold runs), ``quit``.
@@ -25,18 +25,62 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import side_by_side_jobs as sbs
 
+# The DDL Iceberg 1.10's JdbcCatalog runs (schema version V1), run here so that Java can be told not to: its own
+# initialization leaves a read lock on SQLite that fails a second catalog instance's commits.
+CATALOG_DDL = [
+    "CREATE TABLE IF NOT EXISTS iceberg_tables(catalog_name VARCHAR(255) NOT NULL,"
+    "table_namespace VARCHAR(255) NOT NULL,table_name VARCHAR(255) NOT NULL,"
+    "metadata_location VARCHAR(1000),previous_metadata_location VARCHAR(1000), "
+    "iceberg_type VARCHAR(5),PRIMARY KEY (catalog_name, table_namespace, table_name))",
+    "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties(catalog_name VARCHAR(255) NOT NULL,"
+    "namespace VARCHAR(255) NOT NULL,property_key VARCHAR(255),property_value VARCHAR(1000),"
+    "PRIMARY KEY (catalog_name, namespace, property_key))",
+]
+
+
+def catalog_conf(catalog_db: Path, warehouse: Path) -> dict[str, str]:
+    """Spark settings of the ``anchor`` JdbcCatalog on the SQLite file (also used by the cold spark-submits)."""
+    prefix = f"spark.sql.catalog.{sbs.CATALOG}"
+    return {
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.catalog-impl": "org.apache.iceberg.jdbc.JdbcCatalog",
+        f"{prefix}.uri": f"jdbc:sqlite:{catalog_db}",
+        f"{prefix}.jdbc.schema-version": "V1",
+        f"{prefix}.jdbc.init-catalog-tables": "false",
+        f"{prefix}.jdbc.busy_timeout": "60000",
+        f"{prefix}.warehouse": f"file://{warehouse}",
+        "spark.sql.defaultCatalog": sbs.CATALOG,
+    }
+
+
+def spark_session(jars: list[str], conf: dict[str, str], driver_memory: str) -> Any:
+    """A local Spark 3.5 session with Iceberg's runtime and the benchmark's settings."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("side-by-side-java").config("spark.jars", ",".join(jars))
+    for key, value in {**sbs.SPARK_CONF, "spark.driver.memory": driver_memory, **conf}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
 
 class JavaRunner:
     """One warm Spark session with Iceberg Java, answering the orchestrator's requests."""
 
-    def __init__(self, anchor: Any, driver_memory: str) -> None:
-        self.anchor = anchor
-        extra = {
-            key: value for key, value in sbs.SPARK_CONF.items() if key not in ("spark.master", "spark.driver.memory")
-        }
-        self.spark = anchor.spark_session("bench", driver_mem=driver_memory, extra=extra, app="side-by-side-java")
+    def __init__(self, jars: list[str], catalog_db: Path, warehouse: Path, extra_conf: dict, memory: str) -> None:
+        import sqlite3
+
+        catalog_db.parent.mkdir(parents=True, exist_ok=True)
+        warehouse.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(catalog_db) as connection:
+            for ddl in CATALOG_DDL:
+                connection.execute(ddl)
+        self.jars = jars
+        self.conf = {**catalog_conf(catalog_db, warehouse), **extra_conf}
+        self.spark = spark_session(jars, self.conf, memory)
         self.spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {sbs.CATALOG}.{sbs.NAMESPACE}")
-        self.paths = anchor.paths("bench")
 
     # ---------------------------------------------------------------- helpers
     def fq(self, table: str) -> str:
@@ -74,9 +118,15 @@ class JavaRunner:
         """``rows`` generated rows as 8 files range-partitioned and sorted on ``k``."""
         self.generated(0, rows).repartitionByRange(8, "k").sortWithinPartitions("k").writeTo(self.fq(table)).append()
 
+    def jvm_table(self, table: str) -> Any:
+        """``org.apache.iceberg.Table`` of ``table`` through the Spark catalog (py4j)."""
+        return self.spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            self.spark._jsparkSession, self.fq(table)
+        )
+
     def current_snapshot(self, table: str) -> int | None:
         """The table's current snapshot id, as the catalog has it now."""
-        jtable = self.anchor.jvm_iceberg_table(self.spark, f"{sbs.NAMESPACE}.{table}")
+        jtable = self.jvm_table(table)
         jtable.refresh()
         current = jtable.currentSnapshot()
         return int(current.snapshotId()) if current is not None else None
@@ -128,12 +178,13 @@ class JavaRunner:
             ]
             for table in ("mor_pos", "mor_eq", "mor_dv", "small", "upsert")
         }
-        return {
-            "made": made,
-            "mor_pos_first_snapshot": first,
-            "files": files,
-            "versions": self.anchor.versions(self.spark),
+        versions = {
+            "spark": self.spark.version,
+            "java": self.spark._jvm.System.getProperty("java.version"),
+            "iceberg_java": self.sql(f"SELECT {sbs.CATALOG}.system.iceberg_version()").first()[0],
+            "jars": [Path(jar).name for jar in self.jars],
         }
+        return {"made": made, "mor_pos_first_snapshot": first, "files": files, "versions": versions}
 
     def add_equality_deletes(self, table: str, rows: int) -> None:
         """One equality delete file on ``id`` (the DELETE_PREDICATE rows), written by pyarrow, committed by Java."""
@@ -142,7 +193,7 @@ class JavaRunner:
 
         ids = sorted(r[0] for r in self.spark.range(0, rows).where(sbs.DELETE_PREDICATE).select("id").collect())
         jvm, gateway = self.spark._jvm, self.spark.sparkContext._gateway
-        jtable = self.anchor.jvm_iceberg_table(self.spark, f"{sbs.NAMESPACE}.{table}")
+        jtable = self.jvm_table(table)
         field_id = jtable.schema().findField("id").fieldId()
         location = jtable.locationProvider().newDataLocation(f"eq-delete-{uuid.uuid4()}.parquet")
         local = location.removeprefix("file:")
@@ -238,10 +289,7 @@ class JavaRunner:
 
     def spark_submit_args(self, request: dict[str, Any]) -> dict[str, Any]:
         """The jars and confs a cold ``spark-submit`` of a Java job needs (the same catalog as this session)."""
-        conf = self.spark.sparkContext.getConf()
-        keep = ("spark.sql.catalog.", "spark.sql.extensions", "spark.sql.defaultCatalog", "spark.driver.extra")
-        confs = {key: value for key, value in conf.getAll() if key.startswith(keep)}
-        return {"jars": conf.get("spark.jars"), "conf": confs}
+        return {"jars": ",".join(self.jars), "conf": self.conf}
 
 
 TIMED = {"query", "ingest_generated", "ingest_parquet", "upsert", "rewrite"}
@@ -285,15 +333,17 @@ def serve(runner: JavaRunner) -> None:
 def main() -> None:
     """Start the session and serve requests."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--anchor-dir", default="/work/shared/iceberg-java", help="directory of anchor_env.py")
+    parser.add_argument("--jars", required=True, help="comma-separated jars: Iceberg's Spark runtime, SQLite JDBC")
+    parser.add_argument("--catalog-db", type=Path, required=True)
+    parser.add_argument("--warehouse", type=Path, required=True)
+    parser.add_argument("--conf", default="{}", help="extra Spark settings as a JSON object")
     parser.add_argument("--driver-memory", default=sbs.SPARK_CONF["spark.driver.memory"])
     args = parser.parse_args()
     sbs.divert_stdout()
-    sys.path.insert(0, args.anchor_dir)
-    import anchor_env
-
     started = time.perf_counter()
-    runner = JavaRunner(anchor_env, args.driver_memory)
+    runner = JavaRunner(
+        args.jars.split(","), args.catalog_db, args.warehouse, json.loads(args.conf), args.driver_memory
+    )
     sbs.write_reply(sbs.Reply(True, round(time.perf_counter() - started, 3), result={"ready": True}))
     serve(runner)
     runner.spark.stop()
