@@ -7,13 +7,15 @@ configuration is read afresh on every call, so a variable set after import is se
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyiceberg.catalog
 from pyiceberg.catalog import Catalog
 from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.table import Table
 from pyiceberg.utils.config import Config
 
-from spark_jobs.engine.errors import TableNotFoundError, UserInputError
+from spark_jobs.engine.errors import TableNotFoundError, UnsupportedFeatureError, UserInputError
 
 # How many names an error message lists before it says "and N more".
 _NAMES_SHOWN = 20
@@ -70,3 +72,21 @@ def _names(names: list[str]) -> str:
     shown = sorted(names)[:_NAMES_SHOWN]
     more = len(names) - len(shown)
     return ", ".join(shown) + (f" and {more} more" if more else "")
+
+
+def table_file_system(table: Table, location: str | None = None) -> tuple[Any, str]:
+    """The pyarrow file system of the table's FileIO (with its credentials) and ``location``'s path in it.
+
+    ``location`` defaults to the table's location. Listing files needs pyiceberg's PyArrowFileIO.
+    """
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    io = table.io
+    if not isinstance(io, PyArrowFileIO):
+        raise UnsupportedFeatureError(
+            f"listing files of {'.'.join(table.name())} needs pyiceberg's PyArrowFileIO; the table uses "
+            f"{type(io).__name__} (set py-io-impl=pyiceberg.io.pyarrow.PyArrowFileIO in the catalog properties)"
+        )
+    scheme, netloc, path = io.parse_location(location or table.metadata.location, io.properties)
+    return io.fs_by_scheme(scheme, netloc), path
+

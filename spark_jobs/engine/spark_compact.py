@@ -10,9 +10,11 @@
    previous one is done, which keeps one job per wave and the bound easy to see (``RewriteOutcome.waves``).
 3. The batch is committed (``compaction.rewrite_commit``) as one ``replace`` snapshot with the starting data
    sequence number, validated from the starting snapshot.
-4. On failure the batch's files are deleted, and so is every file named with the job's write id (files of retried
-   Spark tasks). Without partial progress the error ends the job; with it, a failed batch is reported and the next
-   batches still run; if none commits, the job fails.
+4. Files named with the batch's write id that its commit does not name (files of retried Spark tasks) are deleted
+   whatever happens. A batch that certainly did not commit has its files deleted by the committer; when a commit's
+   outcome is unknown, its files are kept (the committer recorded them beside the table) and the job stops there
+   with that error, whatever the partial progress setting. Otherwise, without partial progress the error ends the
+   job; with it, a failed batch is reported and the next batches still run; if none commits, the job fails.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pyarrow as pa
 from pyiceberg.table import Table
 from pyspark.sql import SparkSession
 
-from spark_jobs.engine.commit.committer import CommitResult, require_writable_format
+from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError, CommitResult, require_writable_format
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
 from spark_jobs.engine.compaction.rewrite_commit import GroupRewrite, NothingCommittedError, commit_group_rewrites
 from spark_jobs.engine.compaction.rewrite_tasks import (
@@ -138,6 +140,8 @@ def run_rewrite(spark: SparkSession, table: Table, plan: RewritePlan) -> Rewrite
     for batch in batches:
         try:
             result, removed_deletes = _rewrite_and_commit(spark, table, plan, batch, replaced=replaced, outcome=outcome)
+        except CommitOutcomeUnknownError:
+            raise
         except Exception as error:
             if not plan.options.partial_progress_enabled:
                 raise
@@ -166,19 +170,22 @@ def _rewrite_and_commit(
     replaced: set[str],
     outcome: RewriteOutcome,
 ) -> tuple[CommitResult, set[str]]:
-    """One batch: rewritten on Spark, committed; every file of the job's write id not committed is deleted."""
+    """One batch: rewritten on Spark, committed; files of the write id its commit does not name are deleted.
+
+    The files the commit names are the committer's to delete (only when it certainly did not land).
+    """
     started = time.perf_counter()
     contexts: RewriteContexts | None = None
-    committed: set[str] = set()
+    named: set[str] = set()
     try:
         rewrites, contexts = rewrite_groups(spark, table, plan, batch, outcome.counters, outcome=outcome)
+        named = {item["file_path"] for rewrite in rewrites for item in rewrite.written}
         outcome.seconds["rewrite"] += time.perf_counter() - started
         started = time.perf_counter()
         result, removed_deletes = commit_group_rewrites(table, plan, rewrites, replaced_before=replaced)
         outcome.seconds["commit"] += time.perf_counter() - started
-        committed = {item["file_path"] for rewrite in rewrites for item in rewrite.written}
         outcome.rows_written += sum(item["record_count"] for rewrite in rewrites for item in rewrite.written)
         return result, removed_deletes
     finally:
         if contexts is not None:
-            delete_leftovers(contexts.write.table_location, contexts.write.write_id, committed, table.io)
+            delete_leftovers(contexts.write.table_location, contexts.write.write_id, named, table.io)

@@ -12,8 +12,10 @@
      (the table's key columns read with positions and joined with the batch's keys) or equality delete files (the
      keys; by the batch's partitions when the spec's source columns are keys, else where the scan found them);
      upsert also writes the batch as data files.
-4. Commit one snapshot (``commit.committer``): append, overwrite or delete. On any failure every file this job
-   wrote is deleted; files of retried Spark tasks are found by the job's write id and deleted too.
+4. Commit one snapshot (``commit.committer``): append, overwrite or delete. Files of retried Spark tasks (named
+   with the job's write id, in no commit) are deleted whatever happens. On a failure that certainly committed
+   nothing, every file this job wrote is deleted; when the commit's outcome is unknown, none of the files the
+   commit names is (the committer recorded them beside the table).
 """
 
 from __future__ import annotations
@@ -46,9 +48,16 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from spark_jobs.engine.catalog import load_catalog, load_table
-from spark_jobs.engine.commit.committer import CommitResult, commit_change, require_writable_format
+from spark_jobs.engine.commit.committer import (
+    CommitOutcomeUnknownError,
+    already_committed_result,
+    commit_change,
+    require_writable_format,
+)
 from spark_jobs.engine.commit.file_entries import to_data_file
-from spark_jobs.engine.commit.idempotency import snapshot_with_idempotency_key
+from spark_jobs.engine.commit.idempotency import committed_snapshot_for_key
+from spark_jobs.engine.commit.pending_commits import settled_quietly
+from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.errors import TableNotFoundError, UserInputError
 from spark_jobs.engine.planning.manifest_entries import read_live_entries
@@ -125,12 +134,13 @@ def ingest(spark: SparkSession, catalog_name: str, identifier: str, source: Data
     require_writable_format(table)
     table_name = ".".join(table.name())
     if options.idempotency_key is not None:
-        earlier = snapshot_with_idempotency_key(table, options.idempotency_key)
+        earlier = committed_snapshot_for_key(table, options.idempotency_key)
         if earlier is not None:
             log.info(
                 "idempotency key %r already committed in snapshot %s", options.idempotency_key, earlier.snapshot_id
             )
-            return _result(table_name, options, _already(earlier), [], [], [], outcome)
+            settled_quietly(table)  # a record an earlier, undecided try of this key left is decided now
+            return _result(table_name, options, already_committed_result(earlier), [], [], [], outcome)
     start_snapshot = table.current_snapshot()
     start_id = start_snapshot.snapshot_id if start_snapshot else None
     checked = _check_source(table, source, options)
@@ -155,11 +165,13 @@ def ingest(spark: SparkSession, catalog_name: str, identifier: str, source: Data
             if checked.evolves:
                 change.extra_updates = (AddSchemaUpdate(schema_=checked.schema), SetCurrentSchemaUpdate(schema_id=-1))
                 change.extra_requirements = (AssertCurrentSchemaId(current_schema_id=table.metadata.current_schema_id),)
-            result = commit_change(table, change, starting_snapshot_id=start_id)
+            result = commit_change(table, change, starting_snapshot_id=start_id, job="ingest")
         outcome.phases["commit"] = time.perf_counter() - started
+    except CommitOutcomeUnknownError:
+        delete_leftovers(context.table_location, context.write_id, {item["file_path"] for item in written}, table.io)
+        raise
     except BaseException:
-        from spark_jobs.engine.commit.producer import delete_quietly
-
+        # Nothing was committed: every file of the write goes (a file that cannot be deleted is logged by name).
         delete_quietly(table, [item["file_path"] for item in written])
         delete_leftovers(context.table_location, context.write_id, set(), table.io)
         raise
@@ -457,11 +469,6 @@ def _partition_of(live: _LiveFile) -> tuple:
 
 def _removed_files(change: SnapshotChange) -> list[str]:
     return sorted(change.removed_data_file_paths)
-
-
-def _already(snapshot: Any) -> CommitResult:
-    summary = snapshot.summary.model_dump() if snapshot.summary is not None else {}
-    return CommitResult(snapshot.snapshot_id, str(summary.get("operation", "")), True, 0, summary)
 
 
 def _result(table_name, options, result, added_data, added_deletes, removed, outcome, start_id=None) -> dict:  # noqa: PLR0917

@@ -7,14 +7,16 @@
    partition spec, as ADDED entries with the change's data sequence number (None: inherited from the snapshot).
 3. Write the manifest list (v2) with the next sequence number, and the snapshot with a summary of what was added
    and removed, totals carried from the parent, and the change's properties (idempotency key included).
-4. Updates: add the snapshot, point the branch at it (plus the change's extra updates); requirements: the table's
-   uuid and the branch still at the parent (plus the change's extra requirements).
+4. Updates: add the snapshot, point the branch at it, record the idempotency key in the branch's key property
+   (``idempotency``), plus the change's extra updates; requirements: the table's uuid and the branch still at the
+   parent (plus the change's extra requirements).
 
 Every file written is recorded in ``written_paths`` so a failed attempt can delete it.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -46,10 +48,13 @@ from pyiceberg.table.update import (
     TableUpdate,
 )
 
+from spark_jobs.engine.commit.idempotency import record_key_update
 from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.errors import EngineError
 from spark_jobs.engine.planning.manifest_entries import read_live_entries
+
+log = logging.getLogger(__name__)
 
 
 class CommitConflictError(EngineError):
@@ -146,6 +151,7 @@ class SnapshotProducer:
                 ref_name=self.branch,
                 type=SnapshotRefType.BRANCH,
             ),
+            *self._key_updates(metadata, snapshot_id),
         )
         built.requirements = (
             AssertTableUUID(uuid=metadata.table_uuid),
@@ -240,6 +246,12 @@ class SnapshotProducer:
         properties = {**totals.additional_properties, **self.change.summary_with_key()}
         return Summary(self.change.operation, **properties)
 
+    def _key_updates(self, metadata: TableMetadata, snapshot_id: int) -> tuple[TableUpdate, ...]:
+        """The update recording the change's idempotency key for the branch (none without a key)."""
+        if self.change.idempotency_key is None:
+            return ()
+        return (record_key_update(metadata, self.change.idempotency_key, snapshot_id, self.branch),)
+
     def _schema_id(self, metadata: TableMetadata) -> int:
         """The schema the snapshot is written with: a schema added by the same commit, else the current one."""
         from pyiceberg.table.update import AddSchemaUpdate
@@ -251,14 +263,15 @@ class SnapshotProducer:
 
 
 def delete_quietly(table: Table, paths: list[str]) -> list[str]:
-    """Delete ``paths`` through the table's FileIO; returns those that could not be deleted."""
+    """Delete ``paths`` through the table's FileIO; returns (and logs) those that could not be deleted."""
     left = []
     for path in paths:
         try:
             table.io.delete(path)
         except FileNotFoundError:
             continue
-        except Exception:
+        except Exception as error:  # reported to the caller and in the log, so the file is not lost track of
+            log.warning("could not delete %s (left behind): %s", path, error)
             left.append(path)
     return left
 

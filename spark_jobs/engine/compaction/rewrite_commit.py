@@ -8,8 +8,9 @@
 2. Conflict rules (``commit.conflicts``): data appended meanwhile never conflicts; position deletes added meanwhile
    that may apply to a replaced file, or a replaced file removed meanwhile, make the commit fail.
 3. ``commit_group_rewrites``: validates the commits since the start on fresh metadata before the first attempt
-   (the committer validates again after each lost race), then commits through ``commit.committer``. On any failure
-   every file the batch wrote is deleted and the table is unchanged.
+   (the committer validates again after each lost race), then commits through ``commit.committer``. A failure
+   before the commit deletes every file the batch wrote; the committer deletes them when its commit certainly did
+   not land, and keeps them when the outcome is unknown.
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def commit_group_rewrites(
                 f"deleted: {', '.join(left)}"
             ) from error
         raise
-    return commit_change(table, change, starting_snapshot_id=plan.snapshot_id), removed_deletes
+    return commit_change(table, change, starting_snapshot_id=plan.snapshot_id, job="compact"), removed_deletes
 
 
 class NothingCommittedError(EngineError):

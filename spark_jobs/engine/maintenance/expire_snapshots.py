@@ -15,8 +15,9 @@ The commit is pyiceberg's ``RemoveSnapshotsUpdate`` (it removes the snapshots, t
 entries, and deletes no file) with requirements that every ref still points where it pointed when the snapshots
 were chosen. pyiceberg's own ``ExpireSnapshots`` builder asserts nothing, so a branch that moved meanwhile would not
 be noticed; here a lost race reloads the table and chooses again, up to ``COMMIT_ATTEMPTS`` times, and nothing is
-deleted before a commit succeeds. Then the files are cleaned as Java's ``ReachableFileCleanup`` does, comparing the
-metadata the commit was based on with the metadata after it:
+deleted before a commit is known to have landed (a call without an answer is decided from the reloaded table, as
+``commit.outcome`` does for snapshots). Then the files are cleaned as Java's ``ReachableFileCleanup`` does,
+comparing the metadata the commit was based on with the metadata after it:
 
 1. The manifest lists of expired snapshots.
 2. Manifests of expired snapshots that no remaining snapshot lists.
@@ -26,6 +27,7 @@ metadata the commit was based on with the metadata after it:
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -38,10 +40,12 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID, RemoveSnapshotsUpdate
 
+from spark_jobs.engine.commit.outcome import ReloadFailedError, StatusCheck, reload_with_retries
 from spark_jobs.engine.errors import EngineError, UserInputError
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
 from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
 
+log = logging.getLogger(__name__)
 MAX_SNAPSHOT_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
 MIN_SNAPSHOTS_TO_KEEP_PROPERTY = "history.expire.min-snapshots-to-keep"
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 60 * 60 * 1000
@@ -165,9 +169,11 @@ def _commit_expiration(
     """Choose and remove the expired snapshots, retrying on fresh metadata when a ref moved meanwhile.
 
     Returns the metadata the successful commit was based on and the metadata after it (the same when nothing
-    expires).
+    expires). A catalog call without an answer is decided from the reloaded table: the chosen snapshots gone means
+    it landed (whoever removed them, what only they referenced is unreferenced now); otherwise they are chosen
+    again. When the table cannot be reloaded, nothing is deleted and the error says so.
     """
-    last_error: CommitFailedException | None = None
+    last_error: Exception | None = None
     for _ in range(COMMIT_ATTEMPTS):
         before = table.metadata
         expired_ids = snapshots_to_expire(table, older_than_ms=older_than_ms, retain_last=retain_last)
@@ -178,17 +184,40 @@ def _commit_expiration(
             *(AssertRefSnapshotId(ref=name, snapshot_id=ref.snapshot_id) for name, ref in before.refs.items()),
         )
         try:
-            table.catalog.commit_table(table, requirements, (RemoveSnapshotsUpdate(snapshot_ids=expired_ids),))
+            response = table.catalog.commit_table(
+                table, requirements, (RemoveSnapshotsUpdate(snapshot_ids=expired_ids),)
+            )
         except CommitFailedException as error:
             last_error = error
             table.refresh()
             continue
-        table.refresh()
+        except Exception as error:
+            last_error = error
+            if _expiration_landed(table, expired_ids, error):
+                return before, table.metadata
+            continue
+        table.metadata = response.metadata
+        table.metadata_location = response.metadata_location
         return before, table.metadata
     raise EngineError(
-        f"expiring snapshots of {'.'.join(table.name())} lost the commit race {COMMIT_ATTEMPTS} times (refs kept "
-        f"moving); no snapshot was expired and no file deleted; last conflict: {last_error}"
+        f"expiring snapshots of {'.'.join(table.name())} failed {COMMIT_ATTEMPTS} times (refs kept moving or the "
+        f"catalog did not answer); no snapshot was expired and no file deleted; last error: {last_error}"
     )
+
+
+def _expiration_landed(table: Table, expired_ids: list[int], error: Exception) -> bool:
+    """Whether the snapshots are gone from the reloaded table (``commit.outcome``'s status check)."""
+    name = ".".join(table.name())
+    log.warning("expiring snapshots of %s: the catalog did not answer (%s); reloading to decide", name, error)
+    try:
+        reload_with_retries(table, StatusCheck.of(table.metadata.properties))
+    except ReloadFailedError as reload_error:
+        raise EngineError(
+            f"expiring {len(expired_ids)} snapshot(s) of table {name}: outcome unknown ({type(error).__name__}, "
+            f"then the reload failed: {type(reload_error.__cause__).__name__}); no file deleted; files only they "
+            "referenced are orphans for remove-orphan-files if it landed; run expire-snapshots again"
+        ) from error
+    return not any(table.metadata.snapshot_by_id(snapshot_id) is not None for snapshot_id in expired_ids)
 
 
 def files_to_clean(

@@ -6,12 +6,13 @@ between the rewrite and its commit, or after it, as another job's would land.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from pyiceberg.exceptions import CommitFailedException
 
-from spark_jobs.engine.commit.committer import commit_change
+from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError, commit_change
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites, removable_delete_locations
@@ -223,12 +224,7 @@ def test_a_position_delete_landing_after_validation_is_caught_when_the_lost_race
     assert not any(exists(path) for path in _written(rewrites))
 
 
-@pytest.mark.parametrize(
-    "failure", [CommitFailedException("injected: lost every race"), RuntimeError("injected: catalog unreachable")]
-)
-def test_a_failure_during_the_commit_leaves_the_table_unchanged_and_deletes_the_written_files(
-    events, monkeypatch, failure
-):
+def test_a_commit_refused_every_time_leaves_the_table_unchanged_and_deletes_the_written_files(events, monkeypatch):
     before_location = events.metadata_location
     before = ids_and_checksum(events)
     plan = _plan(events)
@@ -236,12 +232,12 @@ def test_a_failure_during_the_commit_leaves_the_table_unchanged_and_deletes_the_
     metadata_files = set(Path(events.metadata.location.removeprefix("file://"), "metadata").iterdir())
 
     def refuse(*args, **kwargs):
-        raise failure
+        raise CommitFailedException("injected: lost every race")
 
     monkeypatch.setattr(type(events.catalog), "commit_table", refuse)
     monkeypatch.setitem(events.metadata.properties, "commit.retry.num-retries", "1")
     monkeypatch.setitem(events.metadata.properties, "commit.retry.min-wait-ms", "1")
-    with pytest.raises((CommitConflictError, RuntimeError), match=r"lost the race|injected"):
+    with pytest.raises(CommitConflictError, match=r"lost the race"):
         commit_group_rewrites(events, plan, rewrites)
     monkeypatch.undo()
     after = events.catalog.load_table(events.name())
@@ -249,3 +245,32 @@ def test_a_failure_during_the_commit_leaves_the_table_unchanged_and_deletes_the_
     assert _written(rewrites) and not any(exists(path) for path in _written(rewrites))
     # no manifest or manifest list of the failed attempts is left either
     assert set(Path(events.metadata.location.removeprefix("file://"), "metadata").iterdir()) == metadata_files
+
+
+def test_a_commit_never_answered_keeps_its_files_and_records_them_until_a_later_commit_settles_it(
+    events, monkeypatch
+):
+    before_location = events.metadata_location
+    before = ids_and_checksum(events)
+    plan = _plan(events)
+    rewrites = rewrite_locally(events, plan)
+
+    def unanswered(*args, **kwargs):
+        raise RuntimeError("injected: catalog unreachable")
+
+    monkeypatch.setattr(type(events.catalog), "commit_table", unanswered)
+    monkeypatch.setitem(events.metadata.properties, "commit.retry.num-retries", "1")
+    monkeypatch.setitem(events.metadata.properties, "commit.retry.min-wait-ms", "1")
+    with pytest.raises(CommitOutcomeUnknownError, match=r"outcome unknown .* nothing deleted") as raised:
+        commit_group_rewrites(events, plan, rewrites)
+    monkeypatch.undo()
+    after = events.catalog.load_table(events.name())
+    assert after.metadata_location == before_location and ids_and_checksum(after) == before
+    # The request might still land while the branch is at its parent: its files stay, listed in the record.
+    record = json.loads(Path(raised.value.record_location.removeprefix("file://")).read_text())
+    assert record["snapshot_id"] == raised.value.snapshot_id and record["table"] == "ns.events"
+    assert set(_written(rewrites)) <= set(record["files"]) and all(exists(path) for path in record["files"])
+    # The next commit moves the branch: the request can no longer land, so its files and the record go.
+    append(after, rows([1000], "a"), "later")
+    assert not any(exists(path) for path in record["files"])
+    assert not Path(raised.value.record_location.removeprefix("file://")).exists()
