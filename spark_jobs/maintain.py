@@ -5,11 +5,12 @@ Command line (catalog properties come from pyiceberg's configuration, never from
     spark-submit spark_jobs/maintain.py expire-snapshots --catalog NAME --table NS.TABLE
         [--older-than TS] [--retain-last N] [--dry-run]
     spark-submit spark_jobs/maintain.py remove-orphan-files --catalog NAME --table NS.TABLE
-        [--older-than TS] [--dry-run]
+        [--older-than TS] [--allow-short-retention] [--dry-run]
 
 ``TS`` is epoch milliseconds or ISO-8601 (no zone means UTC). Defaults as Iceberg Java: expire-snapshots keeps
 snapshots newer than ``history.expire.max-snapshot-age-ms`` (5 days) and at least
-``history.expire.min-snapshots-to-keep`` (1) per branch; remove-orphan-files takes files older than 3 days. The work
+``history.expire.min-snapshots-to-keep`` (1) per branch; remove-orphan-files takes files older than 3 days and
+refuses a time later than 24 hours ago (exit 2) unless ``--allow-short-retention`` is given. The work
 is metadata and file deletion on the driver; no Spark session is started. The final JSON line says what was (with
 ``--dry-run``: would be) removed.
 """
@@ -43,7 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     expire.add_argument("--older-than", help="expire snapshots older than this (default: now - 5 days)")
     expire.add_argument("--retain-last", type=int, help="keep at least this many snapshots per branch (default: 1)")
     orphans = actions.add_parser(REMOVE_ORPHAN_FILES, parents=[common], help="delete files no metadata references")
-    orphans.add_argument("--older-than", help="only files modified before this (default: now - 3 days)")
+    orphans.add_argument(
+        "--older-than", help="only files modified before this (default: now - 3 days; at most now - 24 hours)"
+    )
+    orphans.add_argument(
+        "--allow-short-retention",
+        action="store_true",
+        help="allow --older-than later than 24 hours ago (files of writes in progress could be deleted)",
+    )
     return parser
 
 
@@ -63,7 +71,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             table, older_than_ms=older_than_ms, retain_last=args.retain_last, dry_run=args.dry_run
         ).as_dict()
     else:
-        outcome = remove_orphan_files(table, older_than_ms=older_than_ms, dry_run=args.dry_run).as_dict()
+        outcome = remove_orphan_files(
+            table,
+            older_than_ms=older_than_ms,
+            dry_run=args.dry_run,
+            allow_short_retention=args.allow_short_retention,
+        ).as_dict()
     return {
         "status": "ok",
         "job": "maintain",

@@ -21,12 +21,15 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
     snapshot references) or ``remove-orphan-files`` (files older than a time that no snapshot references).
 
     Command line: ``maintain.py <action> --catalog NAME --table NS.TABLE [--older-than TS] [--retain-last N]
-    [--dry-run]``. With ``dry_run`` the result lists what would be removed and nothing is deleted.
+    [--allow-short-retention] [--dry-run]``. With ``dry_run`` the result lists what would be removed and nothing is
+    deleted.
 
     :param action: ``expire-snapshots`` or ``remove-orphan-files``.
     :param older_than: Epoch milliseconds or ISO-8601, e.g. ``"{{ macros.ds_add(ds, -7) }}"``; default the job's
         (five days ago for snapshots, three days for orphan files). (templated)
     :param retain_last: ``expire-snapshots`` only: always keep this many most recent snapshots. (templated)
+    :param allow_short_retention: ``remove-orphan-files`` only: allow ``older_than`` later than 24 hours ago (the
+        job refuses it otherwise: files of writes still in progress could be deleted).
     :param dry_run: Report only, delete nothing.
     """
 
@@ -40,6 +43,7 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
         older_than: str | int | None = None,
         retain_last: int | str | None = None,
         dry_run: bool = False,
+        allow_short_retention: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -47,7 +51,12 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
             raise ValueError(f"IcebergMaintenanceOperator {self.task_id}: action {action!r} is not one of {ACTIONS}")
         if retain_last is not None and action != EXPIRE_SNAPSHOTS:
             raise ValueError(f"IcebergMaintenanceOperator {self.task_id}: retain_last applies to {EXPIRE_SNAPSHOTS}")
+        if allow_short_retention and action != REMOVE_ORPHAN_FILES:
+            raise ValueError(
+                f"IcebergMaintenanceOperator {self.task_id}: allow_short_retention applies to {REMOVE_ORPHAN_FILES}"
+            )
         self.action = action
+        self.allow_short_retention = allow_short_retention
         self.older_than = older_than
         self.retain_last = retain_last
         self.dry_run = dry_run
@@ -63,6 +72,8 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
                 ("--retain-last", self.retain_last),
             ]
         )
+        if self.allow_short_retention:
+            arguments.append("--allow-short-retention")
         if self.dry_run:
             arguments.append("--dry-run")
         return arguments

@@ -226,7 +226,16 @@ def test_a_driver_killed_before_its_commit_lands_changes_nothing_and_a_retry_com
     kinds = {_kind(path.relative_to(table_dir)) for path in left}
     assert kinds == {"data", "manifest", "manifest list", "table metadata"}, sorted(map(str, left))
 
-    orphans = ["remove-orphan-files", "--catalog", CATALOG, "--table", "faults.events", "--older-than", str(killed_ms)]
+    orphans = [
+        "remove-orphan-files",
+        "--catalog",
+        CATALOG,
+        "--table",
+        "faults.events",
+        "--older-than",
+        str(killed_ms),
+        "--allow-short-retention",
+    ]
     dry = maintain_job.main([*orphans, "--dry-run"])
     assert dry["orphan_file_locations"] == sorted(f"file://{path}" for path in left)
     assert _files_under(table_dir) - files_before == left

@@ -76,7 +76,8 @@ def test_remove_orphan_files_finds_planted_files(history):
     assert dry["orphan_file_locations"] == [f"file://{planted}"] and planted.exists()
     done = maintain_job.main(["remove-orphan-files", *TABLE])
     assert done["deleted_orphan_files"] == 1 and not planted.exists()
-    assert maintain_job.main(["remove-orphan-files", *TABLE, "--older-than", _future()])["orphan_files"] == 0
+    short = ["remove-orphan-files", *TABLE, "--older-than", _future(), "--allow-short-retention"]
+    assert maintain_job.main(short)["orphan_files"] == 0
 
 
 @pytest.mark.parametrize(
@@ -88,6 +89,7 @@ def test_remove_orphan_files_finds_planted_files(history):
         (["expire-snapshots", *TABLE, "--older-than", "yesterday"], "neither epoch milliseconds nor an ISO-8601"),
         (["expire-snapshots", *TABLE, "--retain-last", "0"], "retain-last must be at least 1"),
         (["remove-orphan-files", "--catalog", "test", "--table", "maint.missing"], "maint.missing"),
+        (["remove-orphan-files", *TABLE, "--older-than", _future()], "less than 24 hours ago.*--allow-short-retention"),
     ],
 )
 def test_bad_input_is_a_user_error(history, args, reason):

@@ -39,11 +39,19 @@ def test_remove_orphan_files_command_line() -> None:
     [
         ({"action": "vacuum", "older_than": "x"}, "action 'vacuum' is not one of"),
         ({"action": "remove-orphan-files", "older_than": "x", "retain_last": 3}, "retain_last applies to"),
+        ({"action": "expire-snapshots", "allow_short_retention": True}, "allow_short_retention applies to"),
     ],
 )
 def test_bad_arguments_are_refused(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         IcebergMaintenanceOperator(task_id="m", catalog="lake", table="n.t", **kwargs)
+
+
+def test_short_retention_is_passed_only_when_asked_for() -> None:
+    operator = IcebergMaintenanceOperator(
+        task_id="o", catalog="lake", table="n.t", action="remove-orphan-files", allow_short_retention=True
+    )
+    assert operator.job_arguments("lake", {})[-1] == "--allow-short-retention"
 
 
 def test_older_than_defaults_to_the_jobs() -> None:

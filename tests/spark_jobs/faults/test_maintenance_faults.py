@@ -79,7 +79,7 @@ def test_orphan_removal_deletes_nothing_when_the_table_cannot_be_reloaded(sqlite
     plan = faults.reset_plan(reloads_failing=99)
     try:
         with pytest.raises(faults.InjectedFaultError):
-            remove_orphan_files(table, older_than_ms=int(time.time() * 1000) + 1000)
+            remove_orphan_files(table, older_than_ms=int(time.time() * 1000) + 1000, allow_short_retention=True)
     finally:
         faults.reset_plan()
     assert plan.fired and orphan.exists()
@@ -91,7 +91,7 @@ def test_orphan_removal_reports_a_file_it_cannot_delete(sqlite_faulty_catalog) -
     orphan.write_bytes(b"unreferenced")
     plan = faults.reset_plan(deletes_failing=True)
     try:
-        result = remove_orphan_files(table, older_than_ms=int(time.time() * 1000) + 1000)
+        result = remove_orphan_files(table, older_than_ms=int(time.time() * 1000) + 1000, allow_short_retention=True)
     finally:
         faults.reset_plan()
     assert plan.failed_deletes == [f"file://{orphan}"] and orphan.exists()

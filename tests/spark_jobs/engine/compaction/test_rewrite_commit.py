@@ -247,9 +247,7 @@ def test_a_commit_refused_every_time_leaves_the_table_unchanged_and_deletes_the_
     assert set(Path(events.metadata.location.removeprefix("file://"), "metadata").iterdir()) == metadata_files
 
 
-def test_a_commit_never_answered_keeps_its_files_and_records_them_until_a_later_commit_settles_it(
-    events, monkeypatch
-):
+def test_a_commit_never_answered_keeps_its_files_and_records_them_until_a_later_commit_settles_it(events, monkeypatch):
     before_location = events.metadata_location
     before = ids_and_checksum(events)
     plan = _plan(events)

@@ -4,8 +4,16 @@ import os
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.catalog.sql import SqlCatalog
+
+from spark_jobs.engine.commit.outcome import PendingCommit
+from spark_jobs.engine.commit.pending_commits import new_record, write_pending_record
+from spark_jobs.engine.errors import UserInputError
 from spark_jobs.engine.maintenance import expire_snapshots, remove_orphan_files
-from tests.support.table_history import build_table_history
+from tests.support.table_history import SCHEMA, build_table_history
 
 DAY_S = 24 * 60 * 60
 
@@ -24,10 +32,12 @@ def _future_ms() -> int:
 
 def test_a_table_written_by_pyiceberg_has_no_orphans(sql_catalog):
     history = build_table_history(sql_catalog)
-    result = remove_orphan_files(history.table, older_than_ms=_future_ms(), dry_run=True)
+    result = remove_orphan_files(history.table, older_than_ms=_future_ms(), dry_run=True, allow_short_retention=True)
     assert result.files_listed > 0 and result.orphans == []
     expire_snapshots(history.table, older_than_ms=_future_ms(), retain_last=1)
-    after = remove_orphan_files(sql_catalog.load_table("maint.events"), older_than_ms=_future_ms(), dry_run=True)
+    after = remove_orphan_files(
+        sql_catalog.load_table("maint.events"), older_than_ms=_future_ms(), dry_run=True, allow_short_retention=True
+    )
     assert after.orphans == [] and after.files_listed < result.files_listed
 
 
@@ -59,5 +69,69 @@ def test_planted_files_older_than_the_cutoff_are_found_and_removed(sql_catalog):
 def test_a_recent_cutoff_takes_the_fresh_file_too(sql_catalog):
     history = build_table_history(sql_catalog)
     fresh = _plant(history.directory / "data" / "in-flight.parquet", age_days=1)
-    result = remove_orphan_files(history.table, older_than_ms=_future_ms(), dry_run=True)
+    result = remove_orphan_files(history.table, older_than_ms=_future_ms(), dry_run=True, allow_short_retention=True)
     assert [o.location for o in result.orphans] == [f"file://{fresh}"]
+
+
+def test_a_cutoff_less_than_a_day_ago_is_refused_before_anything_is_listed(sql_catalog):
+    history = build_table_history(sql_catalog)
+    old = _plant(history.directory / "data" / "orphan.parquet", age_days=10)
+    with pytest.raises(UserInputError, match=r"less than 24 hours ago: files of writes still in progress"):
+        remove_orphan_files(history.table, older_than_ms=int(time.time() * 1000) - 23 * 3600 * 1000)
+    assert old.exists()
+    done = remove_orphan_files(history.table, older_than_ms=int(time.time() * 1000) - 25 * 3600 * 1000)
+    assert [o.location for o in done.orphans] == [f"file://{old}"] and not old.exists()
+
+
+class _CommitBeforeSecondReload(SqlCatalog):
+    """A real SQL catalog that runs ``before_second_load`` just before its second ``load_table``."""
+
+    before_second_load = None
+    loads = 0
+
+    def load_table(self, identifier):
+        type(self).loads += 1
+        if type(self).loads == 2 and type(self).before_second_load is not None:
+            type(self).before_second_load()
+        return super().load_table(identifier)
+
+
+def test_an_orphan_that_a_commit_references_meanwhile_is_not_deleted(sql_catalog, tmp_path):
+    history = build_table_history(sql_catalog)
+    landing = history.directory / "data" / "added-meanwhile.parquet"
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "category": ["m"]}, schema=SCHEMA), landing)
+    moment = time.time() - 10 * DAY_S
+    os.utime(landing, (moment, moment))
+    watched = _CommitBeforeSecondReload("test", **sql_catalog.properties)
+    table = watched.load_table("maint.events")
+    _CommitBeforeSecondReload.loads = 0  # the job reloads twice: after listing, and just before deleting
+    _CommitBeforeSecondReload.before_second_load = lambda: sql_catalog.load_table("maint.events").add_files(
+        [f"file://{landing}"]
+    )
+    try:
+        result = remove_orphan_files(table)
+    finally:
+        _CommitBeforeSecondReload.before_second_load = None
+    assert result.referenced_meanwhile == [f"file://{landing}"] and landing.exists()
+    assert result.removal is not None and result.removal.removed == []
+    assert sql_catalog.load_table("maint.events").scan(row_filter="id = 7").to_arrow().num_rows == 1
+
+
+def test_files_of_an_undecided_commit_are_held_until_the_next_commit_decides_it(sql_catalog):
+    history = build_table_history(sql_catalog)
+    table = history.table
+    written = _plant(history.directory / "data" / "written-by-an-undecided-commit.parquet", age_days=10)
+    head = table.current_snapshot()
+    pending = PendingCommit(str(table.metadata.table_uuid), 123456789, "main", head.snapshot_id, "run-1")
+    record = write_pending_record(
+        table, new_record(table, pending, job="ingest", error=TimeoutError("no answer"), files=[f"file://{written}"])
+    )
+    dry = remove_orphan_files(table, dry_run=True)
+    assert dry.orphans == [] and dry.held_by_pending_commits == [f"file://{written}"]
+    done = remove_orphan_files(table)
+    assert done.orphans == [] and written.exists() and done.as_dict()["files_held_by_pending_commits"]
+    # The next commit moves the branch past the asserted parent: the commit can no longer land.
+    table.append(pa.table({"id": pa.array([500], pa.int64()), "category": ["n"]}, schema=SCHEMA))
+    after = remove_orphan_files(table)
+    assert after.held_by_pending_commits == [] and not written.exists()
+    assert not Path(record.removeprefix("file://")).exists()
