@@ -1,9 +1,23 @@
-"""Hourly ingest: append the hour's landed Parquet files to an Iceberg table, exactly once per run.
+"""Hourly ingest: once an hour has ended and its files have landed, append them to an Iceberg table, exactly once.
 
-Each run loads ``<landing>/events/<YYYY-MM-DD>/<HH>/`` (the run's data interval) into ``<namespace>.events`` with
-``spark_jobs/ingest.py``. The idempotency key defaults to DAG id + run id + task id, so a retried task commits
-nothing twice. The table is the task's outlet Asset ``iceberg://<catalog>/<namespace>/events``: DAGs scheduled on it
-(``iceberg_on_new_snapshot``) run after each ingest.
+1. The schedule is a cron *data interval* timetable: the run for the hour 16:00-17:00 starts at 17:00 and its data
+   interval is that hour (``data_interval_start`` = 16:00). (Airflow 3's plain ``"@hourly"`` is a cron *trigger*
+   timetable whose interval is the instant the run starts, 17:00, an hour that has only begun.)
+2. ``wait_for_landing_files`` waits for the hour's completion marker, ``<landing>/events/<YYYY-MM-DD>/<HH>/_SUCCESS``
+   (Spark and Hadoop writers create it once every file is written, so no half-written hour is loaded). It is
+   deferrable: the wait runs in the triggerer, not in a worker slot, polling every minute. It gives up after
+   ``LANDING_TIMEOUT`` (three hours): with ``soft_fail=False`` (here) the run fails, so a late or broken upstream is
+   noticed; set ``soft_fail=True`` where hours without data are normal, and the run is skipped instead.
+3. ``ingest_hour`` appends the folder's Parquet files to ``<namespace>.events`` with ``spark_jobs/ingest.py``.
+   Transient failures (the cluster, the object store, a lost commit race) are retried three times with
+   exponential backoff from two minutes; bad input (exit code 2: a schema mismatch, say) fails at once. The
+   idempotency key defaults to DAG id + run id + task id, so a retry after a commit appends nothing twice.
+
+The ingest names the table's Asset ``iceberg://<catalog>/<namespace>/events`` as its outlet (a reference, see
+``airflow_iceberg_provider.assets``), so DAGs scheduled on the table (``iceberg_on_new_snapshot``) run after it. Local
+landing folders are watched through the ``fs_default`` connection (``ICEBERG_DEMO_LANDING_CONN_ID``; a ``File (path)``
+connection whose ``path`` extra is ``/``); for ``s3://`` landings use the Amazon provider's
+``S3KeySensor(bucket_key=..., deferrable=True)`` in its place.
 """
 
 from __future__ import annotations
@@ -11,7 +25,8 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from airflow.sdk import dag
+from airflow.providers.standard.sensors.filesystem import FileSensor
+from airflow.sdk import CronDataIntervalTimetable, dag
 
 from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
 from airflow_iceberg_provider.settings import ICEBERG_CONN_ID_ENV, ProviderSettings
@@ -20,31 +35,52 @@ SETTINGS = ProviderSettings.from_environment()
 # An ``iceberg`` connection when one is configured; otherwise the catalog comes from pyiceberg's configuration.
 ICEBERG_CONN_ID = os.environ.get(ICEBERG_CONN_ID_ENV) or None
 LANDING_ROOT = os.environ.get("ICEBERG_DEMO_LANDING_ROOT", "/tmp/iceberg-provider-landing")
+LANDING_CONN_ID = os.environ.get("ICEBERG_DEMO_LANDING_CONN_ID", "fs_default")
 TABLE = f"{SETTINGS.namespace}.events"
+# The hour the run loads: its data interval, which starts an hour before the run does.
+HOUR_FOLDER = LANDING_ROOT + "/events/{{ data_interval_start.strftime('%Y-%m-%d/%H') }}/"
+COMPLETION_MARKER = "_SUCCESS"
+LANDING_TIMEOUT = timedelta(hours=3)
 
 
 @dag(
-    schedule="@hourly",
+    schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 2, "retry_delay": timedelta(minutes=5)},
+    default_args={
+        "retries": 3,
+        "retry_delay": timedelta(minutes=2),
+        "retry_exponential_backoff": True,
+        "max_retry_delay": timedelta(minutes=30),
+    },
     tags=["iceberg", "example"],
 )
 def iceberg_hourly_ingest() -> None:
-    """Append the hour's files; a retry after a commit does not append again."""
-    IcebergIngestOperator(
+    """Wait for the hour's files -> append them; a retry after a commit does not append again."""
+    landed = FileSensor(
+        task_id="wait_for_landing_files",
+        fs_conn_id=LANDING_CONN_ID,
+        filepath=HOUR_FOLDER + COMPLETION_MARKER,
+        deferrable=True,
+        poke_interval=60,
+        timeout=int(LANDING_TIMEOUT.total_seconds()),
+        soft_fail=False,
+        retries=0,  # the sensor's own timeout is the wait; retrying it would only double it
+    )
+    ingest = IcebergIngestOperator(
         task_id="ingest_hour",
         conn_id=SETTINGS.spark_conn_id,
         catalog=SETTINGS.catalog,
         iceberg_conn_id=ICEBERG_CONN_ID,
         table=TABLE,
-        source=LANDING_ROOT + "/events/{{ data_interval_start.strftime('%Y-%m-%d/%H') }}/",
+        source=HOUR_FOLDER,
         source_format="parquet",
         mode="append",
         create_if_missing=True,
         partition_by="day(ts)",
     )
+    landed >> ingest
 
 
 iceberg_hourly_ingest()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -134,6 +135,38 @@ def test_time_travel_to_the_first_snapshot_over_a_date_range(example_settings, e
     assert sorted(pq.read_table(output).column("id").to_pylist()) == [1, 2, 3, 4]
 
 
+def test_the_hourly_run_at_17_loads_the_hour_that_just_ended(monkeypatch, example_settings, tmp_path) -> None:
+    """The scheduler's own timetable places the run; its rendered templates name the hour 16:00-17:00."""
+    import pendulum
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.timetables.base import DataInterval, TimeRestriction
+
+    monkeypatch.setenv("ICEBERG_DEMO_LANDING_ROOT", str(tmp_path / "landing"))
+    dag = _dag_bag().dags["iceberg_hourly_ingest"]
+    timetable = LazyDeserializedDAG.from_dag(dag).timetable
+    hour = pendulum.datetime(2026, 1, 1, 15, tz="UTC")
+    run = timetable.next_dagrun_info(
+        last_automated_data_interval=DataInterval(hour, hour.add(hours=1)),
+        restriction=TimeRestriction(earliest=pendulum.datetime(2026, 1, 1, tz="UTC"), latest=None, catchup=True),
+    )
+    assert run.run_after == pendulum.datetime(2026, 1, 1, 17, tz="UTC")
+    assert (run.data_interval.start, run.data_interval.end) == (hour.add(hours=1), run.run_after)
+    context = {
+        "data_interval_start": run.data_interval.start,
+        "data_interval_end": run.data_interval.end,
+        "logical_date": run.logical_date,
+    }
+    sensor, ingest = dag.get_task("wait_for_landing_files"), dag.get_task("ingest_hour")
+    for task in (sensor, ingest):
+        task.render_template_fields(context, jinja_env=dag.get_template_env())
+    folder = f"{tmp_path}/landing/events/2026-01-01/16/"
+    assert ingest.source == folder
+    assert sensor.filepath == folder + "_SUCCESS"
+    assert sensor.deferrable and sensor.timeout == 3 * 3600 and not sensor.soft_fail
+    assert ingest.upstream_task_ids == {"wait_for_landing_files"}
+    assert ingest.retries == 3 and ingest.retry_exponential_backoff
+
+
 @pytest.mark.spark
 @pytest.mark.airflow
 @pytest.mark.usefixtures("airflow_db")
@@ -145,21 +178,25 @@ def test_hourly_ingest_loads_the_hours_files(monkeypatch, example_settings, test
         testing_catalog.drop_table("example_dags.events")
     landing = tmp_path / "landing"
     monkeypatch.setenv("ICEBERG_DEMO_LANDING_ROOT", str(landing))
-    # The run's data interval is the hour before or the hour of the logical date: land three rows in each.
+    monkeypatch.setenv("AIRFLOW_CONN_FS_DEFAULT", json.dumps({"conn_type": "fs", "extra": {"path": "/"}}))
+    # A run at 06:00 loads the hour 05:00-06:00; the hour 06 has landed too and must not be loaded.
     for hour in ("05", "06"):
         folder = landing / "events" / "2026-01-01" / hour
         folder.mkdir(parents=True)
         ts = pa.array([datetime(2026, 1, 1, int(hour), minute, tzinfo=UTC) for minute in (1, 2, 3)])
         rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "ts": ts.cast(pa.timestamp("us", tz="UTC"))})
         pq.write_table(rows, folder / "part-0.parquet")
+        (folder / "_SUCCESS").touch()
     dag = _dag_bag().dags["iceberg_hourly_ingest"]
     register_dag(dag)
     dag_run = dag.test(logical_date=datetime(2026, 1, 1, 6, 0, tzinfo=UTC))
+    assert task_state(dag_run, "wait_for_landing_files") == "success"
     assert task_state(dag_run, "ingest_hour") == "success"
     result = xcom_return_value(dag_run, "ingest_hour")
     table = testing_catalog.load_table("example_dags.events")
     assert result["snapshot_id"] == table.current_snapshot().snapshot_id
-    assert table.scan().to_arrow().num_rows == 3
+    loaded = table.scan().to_arrow().column("ts").to_pylist()
+    assert sorted(ts.hour for ts in loaded) == [5, 5, 5]
     assert [field.name for field in table.spec().fields] == ["ts_day"]
 
 
