@@ -23,10 +23,12 @@ OPERATOR_MODULES: list[str] = [
 SENSOR_MODULES: list[str] = [
     "airflow_iceberg_provider.sensors.compaction",
     "airflow_iceberg_provider.sensors.snapshot",
+    "airflow_iceberg_provider.sensors.source_files",
 ]
 TRIGGER_MODULES: list[str] = [
     "airflow_iceberg_provider.triggers.compaction",
     "airflow_iceberg_provider.triggers.snapshot",
+    "airflow_iceberg_provider.triggers.source_files",
 ]
 # Asset URIs of Iceberg tables: iceberg://<catalog>/<namespace>/<table> (airflow_iceberg_provider/assets.py).
 ASSET_URI_SCHEMES = ["iceberg"]

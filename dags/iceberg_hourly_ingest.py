@@ -4,8 +4,9 @@
    interval is that hour (``data_interval_start`` = 16:00). (Airflow 3's plain ``"@hourly"`` is a cron *trigger*
    timetable whose interval is the instant the run starts, 17:00, an hour that has only begun.)
 2. ``wait_for_landing_files`` waits for the hour's completion marker, ``<landing>/events/<YYYY-MM-DD>/<HH>/_SUCCESS``
-   (Spark and Hadoop writers create it once every file is written, so no half-written hour is loaded). It is
-   deferrable: the wait runs in the triggerer, not in a worker slot, polling every minute. It gives up after
+   (Spark and Hadoop writers create it once every file is written, so no half-written hour is loaded), on the
+   storage the catalog is configured for (a local folder, or ``s3://`` with the catalog's endpoint and keys). It
+   is deferrable: the wait runs in the triggerer, not in a worker slot, polling every minute. It gives up after
    ``LANDING_TIMEOUT`` (three hours): with ``soft_fail=False`` (here) the run fails, so a late or broken upstream is
    noticed; set ``soft_fail=True`` where hours without data are normal, and the run is skipped instead.
 3. ``ingest_hour`` appends the folder's Parquet files to ``<namespace>.events`` with ``spark_jobs/ingest.py``.
@@ -14,10 +15,7 @@
    idempotency key defaults to DAG id + run id + task id, so a retry after a commit appends nothing twice.
 
 The ingest names the table's Asset ``iceberg://<catalog>/<namespace>/events`` as its outlet (a reference, see
-``airflow_iceberg_provider.assets``), so DAGs scheduled on the table (``iceberg_on_new_snapshot``) run after it. Local
-landing folders are watched through the ``fs_default`` connection (``ICEBERG_DEMO_LANDING_CONN_ID``; a ``File (path)``
-connection whose ``path`` extra is ``/``); for ``s3://`` landings use the Amazon provider's
-``S3KeySensor(bucket_key=..., deferrable=True)`` in its place.
+``airflow_iceberg_provider.assets``), so DAGs scheduled on the table (``iceberg_on_new_snapshot``) run after it.
 """
 
 from __future__ import annotations
@@ -25,21 +23,19 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from airflow.providers.standard.sensors.filesystem import FileSensor
 from airflow.sdk import CronDataIntervalTimetable, dag
 
 from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
+from airflow_iceberg_provider.sensors.source_files import IcebergSourceFilesSensor
 from airflow_iceberg_provider.settings import ICEBERG_CONN_ID_ENV, ProviderSettings
 
 SETTINGS = ProviderSettings.from_environment()
 # An ``iceberg`` connection when one is configured; otherwise the catalog comes from pyiceberg's configuration.
 ICEBERG_CONN_ID = os.environ.get(ICEBERG_CONN_ID_ENV) or None
 LANDING_ROOT = os.environ.get("ICEBERG_DEMO_LANDING_ROOT", "/tmp/iceberg-provider-landing")
-LANDING_CONN_ID = os.environ.get("ICEBERG_DEMO_LANDING_CONN_ID", "fs_default")
 TABLE = f"{SETTINGS.namespace}.events"
 # The hour the run loads: its data interval, which starts an hour before the run does.
 HOUR_FOLDER = LANDING_ROOT + "/events/{{ data_interval_start.strftime('%Y-%m-%d/%H') }}/"
-COMPLETION_MARKER = "_SUCCESS"
 LANDING_TIMEOUT = timedelta(hours=3)
 
 
@@ -58,10 +54,12 @@ LANDING_TIMEOUT = timedelta(hours=3)
 )
 def iceberg_hourly_ingest() -> None:
     """Wait for the hour's files -> append them; a retry after a commit does not append again."""
-    landed = FileSensor(
+    landed = IcebergSourceFilesSensor(
         task_id="wait_for_landing_files",
-        fs_conn_id=LANDING_CONN_ID,
-        filepath=HOUR_FOLDER + COMPLETION_MARKER,
+        catalog=SETTINGS.catalog,
+        iceberg_conn_id=ICEBERG_CONN_ID,
+        path=HOUR_FOLDER,
+        marker="_SUCCESS",
         deferrable=True,
         poke_interval=60,
         timeout=int(LANDING_TIMEOUT.total_seconds()),

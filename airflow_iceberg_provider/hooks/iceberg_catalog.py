@@ -81,6 +81,15 @@ class IcebergCatalogHook(IcebergHook):
                 )
         return properties
 
+    def storage_properties(self) -> dict[str, str]:
+        """The catalog's properties without loading it (no request): the connection's, else pyiceberg's config."""
+        if self.iceberg_conn_id is not None:
+            return self.catalog_properties()
+        from pyiceberg.utils.config import Config
+
+        configured = Config().get_catalog_config(self.catalog_name) or {}
+        return {key: str(value) for key, value in configured.items()}
+
     @cached_property
     def catalog(self) -> Catalog:
         """The pyiceberg catalog under ``catalog_name`` (connection properties over pyiceberg's configuration)."""

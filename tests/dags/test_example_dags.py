@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -161,7 +160,7 @@ def test_the_hourly_run_at_17_loads_the_hour_that_just_ended(monkeypatch, exampl
         task.render_template_fields(context, jinja_env=dag.get_template_env())
     folder = f"{tmp_path}/landing/events/2026-01-01/16/"
     assert ingest.source == folder
-    assert sensor.filepath == folder + "_SUCCESS"
+    assert sensor.location == folder + "_SUCCESS"
     assert sensor.deferrable and sensor.timeout == 3 * 3600 and not sensor.soft_fail
     assert ingest.upstream_task_ids == {"wait_for_landing_files"}
     assert ingest.retries == 3 and ingest.retry_exponential_backoff
@@ -178,7 +177,6 @@ def test_hourly_ingest_loads_the_hours_files(monkeypatch, example_settings, test
         testing_catalog.drop_table("example_dags.events")
     landing = tmp_path / "landing"
     monkeypatch.setenv("ICEBERG_DEMO_LANDING_ROOT", str(landing))
-    monkeypatch.setenv("AIRFLOW_CONN_FS_DEFAULT", json.dumps({"conn_type": "fs", "extra": {"path": "/"}}))
     # A run at 06:00 loads the hour 05:00-06:00; the hour 06 has landed too and must not be loaded.
     for hour in ("05", "06"):
         folder = landing / "events" / "2026-01-01" / hour
