@@ -11,9 +11,10 @@ watcher another declaration carries, parsing that file removes the watcher. So w
 table by itself can never replace a declaration of the user's:
 1. an Asset (or reference) for the table already in the task's ``inlets``/``outlets`` is kept, nothing is added;
 2. else, when the operator's DAG is scheduled on the table's Asset (a watched one, say), that very Asset;
-3. else a reference by URI (``Asset.ref(uri=...)``), which names the table's Asset wherever it is declared and
-   declares nothing itself: a DAG scheduled on the table still sees an ingest's event, and no file that merely
-   runs an operator on the table can drop a watcher declared in another file.
+3. else, for an outlet, a reference by URI (``Asset.ref(uri=...)``), which names the table's Asset wherever it is
+   declared and declares nothing itself: a DAG scheduled on the table still sees an ingest's event, and no file
+   that merely runs an operator on the table can drop a watcher declared in another file. An inlet is left out:
+   Airflow resolves inlet references when the task starts and fails the task when no DAG declares the Asset.
 """
 
 from __future__ import annotations
@@ -91,8 +92,10 @@ def schedule_assets(condition: Any) -> list[Any]:
     return [asset for part in getattr(condition, "objects", ()) for asset in schedule_assets(part)]
 
 
-def operator_table_asset(catalog: str, table: str, declared: list[Any], scheduled_on: list[Any]) -> Any | None:
-    """What an operator declares for its table (rules 1-3 above); ``None`` when ``declared`` already names it.
+def operator_table_asset(
+    catalog: str, table: str, declared: list[Any], scheduled_on: list[Any], *, outlet: bool
+) -> Any | None:
+    """What an operator declares for its table (rules 1-3 above); ``None`` for nothing.
 
     ``declared`` holds the task's own inlets and outlets, ``scheduled_on`` the Assets its DAG is scheduled on.
     """
@@ -101,7 +104,10 @@ def operator_table_asset(catalog: str, table: str, declared: list[Any], schedule
     uri = table_asset_uri(catalog, table)
     if any(declared_uri(obj) == uri for obj in declared):
         return None
-    return next((asset for asset in scheduled_on if asset.uri == uri), None) or Asset.ref(uri=uri)
+    scheduled = next((asset for asset in scheduled_on if asset.uri == uri), None)
+    if scheduled is not None:
+        return scheduled
+    return Asset.ref(uri=uri) if outlet else None
 
 
 def sanitize_uri(uri: SplitResult) -> SplitResult:

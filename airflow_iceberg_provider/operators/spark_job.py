@@ -175,7 +175,8 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
             return
         timetable = self.dag.timetable if self.has_dag() else None
         scheduled_on = schedule_assets(getattr(timetable, "asset_condition", None))
-        asset = operator_table_asset(catalog, self.table, [*self.inlets, *self.outlets], scheduled_on)
+        declared = [*self.inlets, *self.outlets]
+        asset = operator_table_asset(catalog, self.table, declared, scheduled_on, outlet=self.declares_output())
         if asset is None:
             return
         if self.declares_output():

@@ -39,12 +39,15 @@ def test_an_operator_names_the_table_by_reference_unless_its_dag_is_scheduled_on
 
     from airflow_iceberg_provider.assets import operator_table_asset, schedule_assets, watched_table_asset
 
-    assert operator_table_asset("lake", "sales.orders", [], []) == AssetUriRef("iceberg://lake/sales/orders")
+    reference = operator_table_asset("lake", "sales.orders", [], [], outlet=True)
+    assert reference == AssetUriRef("iceberg://lake/sales/orders")
+    # An inlet reference would fail the task at start when no DAG declares the Asset: none is declared.
+    assert operator_table_asset("lake", "sales.orders", [], [], outlet=False) is None
     watched = watched_table_asset("lake", "sales.orders", poll_interval=5)
     other = Asset("s3://bucket/other")
     scheduled_on = schedule_assets(other | (Asset("s3://bucket/third") & watched))
     assert scheduled_on == [other, Asset("s3://bucket/third"), watched]
-    assert operator_table_asset("Lake", "sales.orders", [], scheduled_on) is watched
+    assert operator_table_asset("Lake", "sales.orders", [], scheduled_on, outlet=False) is watched
     (watcher,) = watched.watchers
     assert watcher.trigger.serialize()[1]["catalog_name"] == "lake"
     assert watcher.trigger.serialize()[1]["poll_interval"] == 5
@@ -54,9 +57,10 @@ def test_an_operator_adds_nothing_when_the_task_already_names_the_table() -> Non
     from airflow_iceberg_provider.assets import operator_table_asset
 
     mine = iceberg_table_asset("lake", "sales.orders")
-    assert operator_table_asset("lake", "sales.orders", [mine], []) is None
-    assert operator_table_asset("lake", "sales.orders", [Asset.ref(uri="iceberg://lake/sales/orders")], []) is None
-    assert operator_table_asset("lake", "sales.orders", [Asset("s3://bucket/other")], []) is not None
+    assert operator_table_asset("lake", "sales.orders", [mine], [], outlet=True) is None
+    reference = Asset.ref(uri="iceberg://lake/sales/orders")
+    assert operator_table_asset("lake", "sales.orders", [reference], [], outlet=True) is None
+    assert operator_table_asset("lake", "sales.orders", [Asset("s3://bucket/other")], [], outlet=True) is not None
 
 
 def test_the_operator_keeps_the_users_asset_and_reuses_its_dags_watched_one() -> None:

@@ -148,11 +148,17 @@ def test_templated_fields_render() -> None:
     ]
 
 
-def test_the_table_is_an_inlet_asset_unless_templated() -> None:
+def test_the_table_is_an_inlet_asset_only_where_its_dag_is_scheduled_on_it() -> None:
+    """An inlet must name an Asset some DAG declares (Airflow fails the task otherwise): a reference would not do."""
+    from airflow_iceberg_provider.assets import iceberg_table_asset
+
     plain = IcebergReadOperator(task_id="a", catalog="Lake", table="sales.orders", output_path="/o")
-    assert [asset.uri for asset in plain.inlets] == ["iceberg://lake/sales/orders"]
-    assert plain.outlets == []
-    templated = IcebergReadOperator(task_id="b", catalog="lake", table="{{ params.table }}", output_path="/o")
+    assert (plain.inlets, plain.outlets) == ([], [])
+    orders = iceberg_table_asset("lake", "sales.orders")
+    with DAG("read_on_orders", schedule=[orders], start_date=datetime(2026, 1, 1)):
+        scheduled = IcebergReadOperator(task_id="b", catalog="lake", table="sales.orders", output_path="/o")
+        templated = IcebergReadOperator(task_id="c", catalog="lake", table="{{ params.table }}", output_path="/o")
+    assert scheduled.inlets == [orders]
     assert templated.inlets == []
 
 
