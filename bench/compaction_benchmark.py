@@ -8,7 +8,7 @@ Cases (each generated fresh in ``--data-dir``, in two identical copies, one per 
 
 Contenders, timed end to end (planning, reading, writing, committing):
 
-- ``ours``: ``plan_rewrite`` with Java's defaults (512 MiB target) and ``spark_compact.run_rewrite`` on a
+- ``ours``: ``plan_rewrite`` with Java's defaults (512 MiB target) and ``spark.compact.run_rewrite`` on a
   ``local[2]`` SparkSession warmed by one small rewrite: the files are read through the merge-on-read reader
   and one ``replace`` snapshot keeps the starting sequence number.
 - ``naive``: read the whole table in this process (pyiceberg's ``scan().to_arrow()`` without equality deletes;
@@ -70,8 +70,8 @@ def create_table(catalog, name: str, batches: list[pa.Table]):
     from pyiceberg.table.snapshots import Operation
 
     from spark_jobs.engine.commit.committer import commit_change
-    from spark_jobs.engine.commit.file_entries import to_data_file
     from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+    from spark_jobs.engine.write.file_entries import to_data_file
     from spark_jobs.engine.write.write_context import WriteContext, write_data
 
     table = catalog.create_table(name, schema=batches[0].schema, properties={"format-version": "2"})
@@ -89,9 +89,9 @@ def add_deletes(table, fraction: float, rng: np.random.Generator) -> int:
     from pyiceberg.table.snapshots import Operation
 
     from spark_jobs.engine.commit.committer import commit_change
-    from spark_jobs.engine.commit.file_entries import to_data_file
     from spark_jobs.engine.commit.snapshot_change import SnapshotChange
     from spark_jobs.engine.compaction.candidates import list_candidates
+    from spark_jobs.engine.write.file_entries import to_data_file
     from spark_jobs.engine.write.write_context import (
         WriteContext,
         write_equality_delete_rows,
@@ -141,7 +141,7 @@ def live_files(table) -> list[int]:
 
 def current_rows(table) -> pa.Table:
     """The table's rows through our merge-on-read reader, sorted by id."""
-    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.read.session import open_read_session
 
     return open_read_session(table.catalog, table.catalog.load_table(table.name())).to_arrow().sort_by("id")
 
@@ -149,7 +149,7 @@ def current_rows(table) -> pa.Table:
 def run_ours(spark, table) -> dict[str, Any]:
     """Plan with Java's defaults and rewrite on Spark; seconds per phase."""
     from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
-    from spark_jobs.engine.spark_compact import run_rewrite
+    from spark_jobs.spark.compact import run_rewrite
 
     started = time.perf_counter()
     plan = plan_rewrite(table, table.current_snapshot(), RewriteOptions.resolve(table.properties))

@@ -66,7 +66,7 @@ def measure(mode: str) -> dict:
         rewrite_contexts,
         rewrite_task,
     )
-    from spark_jobs.engine.metrics import ScanMetrics
+    from spark_jobs.engine.shared.metrics import ScanMetrics
     from spark_jobs.engine.write.job_files import delete_leftovers
     from spark_jobs.engine.write.write_context import write_data
 

@@ -304,7 +304,7 @@ def _query_mask(data: pa.Table, query: Query) -> np.ndarray:
 
 def verify_with_engine(expected: dict[str, dict[str, QueryExpectation]], queries: list[Query]) -> None:
     """The engine's answer to every query on every table must match the oracle's (sums to 1e-9 relative)."""
-    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.read.session import open_read_session
 
     for kind, identifier in TABLES.items():
         for query in queries:

@@ -5,7 +5,7 @@
    ``--source-files`` Parquet files under ``--data-dir``/ingest/source: the source our job reads.
 2. Each round creates two fresh, identical, unpartitioned format v2 tables in a SQLite catalog under ``--data-dir``
    and times, in alternating order:
-   - ``ours``: ``spark_ingest.ingest`` (the ingest job's engine entry, mode append) of ``spark.read.parquet(source)``
+   - ``ours``: ``spark.ingest.ingest`` (the ingest job's engine entry, mode append) of ``spark.read.parquet(source)``
      on a ``local[2]`` session warmed by one small ingest; the time covers reading the source, writing on the
      executors and the commit;
    - ``pyiceberg``: ``table.append(rows)`` of the same rows already in memory as an Arrow table; the time to read
@@ -82,7 +82,7 @@ def plain_schema(schema: pa.Schema) -> pa.Schema:
 
 def run_ours(spark, source_dir: Path, identifier: str) -> dict[str, Any]:
     """Ingest the source files into ``identifier`` through the job's engine entry; seconds, files, bytes."""
-    from spark_jobs.engine.spark_ingest import IngestOptions, ingest
+    from spark_jobs.spark.ingest import IngestOptions, ingest
 
     started = time.perf_counter()
     frame = spark.read.parquet(str(source_dir))
@@ -190,7 +190,7 @@ def upsert_expected(rows: pa.Table, batch: pa.Table, schema: pa.Schema) -> pa.Ta
 
 def upsert_round(spark, catalog, index: int, source_dir: Path, *, rows: pa.Table, batch: pa.Table, expected):
     """One upsert round: both contenders on fresh copies of the source table (order alternating by round)."""
-    from spark_jobs.engine.spark_ingest import IngestOptions, ingest
+    from spark_jobs.spark.ingest import IngestOptions, ingest
 
     result: dict[str, Any] = {"round": index}
     order = ("ours", "pyiceberg") if index % 2 == 0 else ("pyiceberg", "ours")

@@ -62,9 +62,9 @@ def profile(spec: str, queries: list[Query], *, cold: bool) -> None:
 
 def executor_work_seconds(session: Any) -> list[float]:
     """Seconds each scan task's Python work takes (``read_task`` + ``conform_batch``, what a Spark task runs)."""
-    from spark_jobs.engine.metrics import ScanMetrics
-    from spark_jobs.engine.scan import read_task
-    from spark_jobs.engine.spark_source import conform_batch, spark_arrow_schema_of
+    from spark_jobs.engine.read.task_scan import read_task
+    from spark_jobs.engine.shared.metrics import ScanMetrics
+    from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of
 
     schema = spark_arrow_schema_of(session.output_schema)
     seconds = []
@@ -141,7 +141,7 @@ def spark_breakdown(spec: str, description: TablesDescription, queries: list[Que
     from pyiceberg.catalog import load_catalog
     from pyspark.sql import functions as F  # noqa: N812
 
-    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.read.session import open_read_session
     from spark_jobs.read import load
 
     kind, query_name = spec.split(":")

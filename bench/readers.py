@@ -43,7 +43,7 @@ def answer_of(table: pa.Table) -> Answer:
 
 def run_ours(table: Any, query: Query, columns: list[str] | None = None) -> tuple[Answer, dict[str, int]]:
     """Our engine in this process: plan, read to Arrow, then count and sum; also returns the scan counters."""
-    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.read.session import open_read_session
 
     session = open_read_session(CATALOG_NAME, table, columns=columns or ["price"], row_filter=query.row_filter)
     result = session.to_arrow()
@@ -55,7 +55,7 @@ def clear_engine_caches() -> None:
     from spark_jobs.engine.deletes.cache import delete_file_cache
     from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
     from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
-    from spark_jobs.engine.planning.manifest_cache import manifest_cache
+    from spark_jobs.engine.table.manifest_cache import manifest_cache
 
     manifest_cache().clear()
     delete_file_cache().clear()

@@ -66,7 +66,7 @@ class OurRunner:
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("WARN")
-        self.ingest_engine = engine_module("spark_jobs.spark.ingest", "spark_jobs.engine.spark_ingest")
+        self.ingest_engine = engine_module("spark_jobs.spark.ingest", "spark_jobs.spark.ingest")
 
     def identifier(self, table: str) -> str:
         """``namespace.table``."""
@@ -132,9 +132,9 @@ class OurRunner:
         """What the compact job runs (load, plan, rewrite on the executors, commit), with Java's option names."""
         from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 
-        catalog_module = engine_module("spark_jobs.engine.table.catalog", "spark_jobs.engine.catalog")
+        catalog_module = engine_module("spark_jobs.engine.table.catalog", "spark_jobs.engine.table.catalog")
         load_catalog, load_table = catalog_module.load_catalog, catalog_module.load_table
-        spark_compact = engine_module("spark_jobs.spark.compact", "spark_jobs.engine.spark_compact")
+        spark_compact = engine_module("spark_jobs.spark.compact", "spark_jobs.spark.compact")
         table = load_table(load_catalog(sbs.CATALOG), self.identifier(request["table"]))
         given = {key.replace("-", "_"): value for key, value in request["options"].items()}
         typed = {key: (value == "true") if value in ("true", "false") else int(value) for key, value in given.items()}
@@ -160,7 +160,7 @@ class OurRunner:
         from readers import clear_engine_caches, run_floor
 
         open_read_session = engine_module(
-            "spark_jobs.engine.read.session", "spark_jobs.engine.read_session"
+            "spark_jobs.engine.read.session", "spark_jobs.engine.read.session"
         ).open_read_session
         table = self.table(request["table"])
         # pyiceberg cannot plan a table with equality deletes: the data files come from our planner.

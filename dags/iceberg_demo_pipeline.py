@@ -136,7 +136,7 @@ def iceberg_demo_pipeline() -> None:
         """Print rows at each snapshot, files before and after compaction, and each step's time; check counts."""
         import pyarrow.parquet as pq
 
-        from spark_jobs.engine.read_session import open_read_session
+        from spark_jobs.engine.read.session import open_read_session
 
         results = {name: context["ti"].xcom_pull(task_ids=name) or {} for name in STEP_TASKS}
         rows_current = pq.read_table(WORK_ROOT / "current").num_rows

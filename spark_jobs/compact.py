@@ -10,7 +10,7 @@ Command line (catalog properties come from pyiceberg's configuration, never from
 ``--dry-run`` plans on the driver and prints the plan (file groups, input files, bytes and rows, delete files,
 expected output files, commits) as the final JSON line; it commits nothing and starts no Spark session. Without it,
 the groups are rewritten on the executors through the merge-on-read reader (deletes folded in) and committed as
-``replace`` snapshots with the starting data sequence number (``spark_jobs.engine.spark_compact``); the final JSON
+``replace`` snapshots with the starting data sequence number (``spark_jobs.spark.compact``); the final JSON
 line carries the snapshot ids, what was added and removed, rows and seconds per phase.
 """
 
@@ -50,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the compact job; returns the result the last stdout line carries."""
-    from spark_jobs.engine.catalog import load_catalog, load_table
     from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
+    from spark_jobs.engine.table.catalog import load_catalog, load_table
 
     args = build_parser().parse_args(argv)
     if args.max_commits is not None and not args.partial_progress:
@@ -93,7 +93,7 @@ def _rewrite(table: Any, plan: Any, seconds: dict[str, float]) -> dict[str, Any]
     require_writable_format(table)
     if not plan.groups:
         return {**_summary(plan, None), "seconds": seconds}
-    from spark_jobs.engine.spark_compact import run_rewrite
+    from spark_jobs.spark.compact import run_rewrite
 
     spark = spark_session(f"iceberg-compact {plan.table_name}")
     engine_on_executors(spark)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 ENGINE_ZIP_NAME = "spark_jobs.zip"

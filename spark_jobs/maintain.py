@@ -57,9 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run one maintenance action; returns the result the last stdout line carries."""
-    from spark_jobs.engine.catalog import load_catalog, load_table
     from spark_jobs.engine.maintenance import expire_snapshots, remove_orphan_files
-    from spark_jobs.engine.snapshots import parse_as_of
+    from spark_jobs.engine.table.catalog import load_catalog, load_table
+    from spark_jobs.engine.table.snapshots import parse_as_of
 
     args = build_parser().parse_args(argv)
     started = time.perf_counter()

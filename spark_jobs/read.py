@@ -58,14 +58,14 @@ def load(
     Without Python filter pushdown the snapshot is the one current when ``load`` is called, for every action on
     the DataFrame; call ``load`` again to see later commits.
     """
-    from spark_jobs.engine.read_session import open_read_session
-    from spark_jobs.engine.spark_scan import (
+    from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.spark.scan import (
         dataframe_from_session,
         dataframe_from_source,
         python_filter_pushdown_enabled,
         read_parallelism,
     )
-    from spark_jobs.engine.spark_source import spark_schema_of
+    from spark_jobs.spark.types import spark_schema_of
 
     # Plan once on the driver first: a bad table, snapshot, column or filter fails here with a clear message.
     parallelism = read_parallelism(spark)
@@ -119,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the read job; returns the result the last stdout line carries."""
-    from spark_jobs.engine.read_session import open_read_session
-    from spark_jobs.engine.spark_scan import dataframe_from_session, read_parallelism
+    from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.spark.scan import dataframe_from_session, read_parallelism
 
     args = build_parser().parse_args(argv)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None

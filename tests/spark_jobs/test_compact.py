@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 
 from spark_jobs import compact as compact_job
-from spark_jobs.engine.errors import UserInputError
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.job_support import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, run_job
 from tests.support.conformance import table_checksum
 from tests.support.corpus_copies import register_corpus_copy

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs import ingest as ingest_job
-from spark_jobs.engine.errors import UserInputError
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import UserInputError
 from tests.support.services import spark_home, spark_process_env
 
 INGEST_PY = Path(ingest_job.__file__).resolve()

@@ -19,7 +19,7 @@ import pytest
 
 from spark_jobs import ingest as ingest_job
 from spark_jobs import maintain as maintain_job
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
 from tests.support.background_jobs import (
     BackgroundJob,
     descendants,
@@ -146,7 +146,7 @@ WAITING_COMMITS = (
 @pytest.fixture
 def pg_catalog(postgres, monkeypatch, tmp_path):
     """A pyiceberg SQL catalog ``faults`` on PostgreSQL, configured by environment for this test and its jobs."""
-    from spark_jobs.engine.catalog import load_catalog
+    from spark_jobs.engine.table.catalog import load_catalog
 
     warehouse = tmp_path / "warehouse"
     warehouse.mkdir()

@@ -7,7 +7,7 @@ import zipfile
 
 import pytest
 
-from spark_jobs.engine.errors import TableNotFoundError
+from spark_jobs.engine.shared.errors import TableNotFoundError
 from spark_jobs.job_support import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, JobArgumentParser, UsageError, engine_zip, run_job
 
 
@@ -43,7 +43,7 @@ def test_other_failures_exit_1_naming_the_job(capsys) -> None:
 def test_engine_zip_holds_the_whole_package() -> None:
     with zipfile.ZipFile(engine_zip()) as archive:
         names = set(archive.namelist())
-    assert {"spark_jobs/__init__.py", "spark_jobs/read.py", "spark_jobs/engine/scan.py"} <= names
+    assert {"spark_jobs/__init__.py", "spark_jobs/read.py", "spark_jobs/engine/read/task_scan.py"} <= names
     assert any(name.startswith("spark_jobs/engine/parquet/") for name in names)
 
 

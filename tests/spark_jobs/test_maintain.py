@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from spark_jobs import maintain as maintain_job
-from spark_jobs.engine.errors import UserInputError
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_support import EXIT_OK, EXIT_USAGE
 from tests.support.services import spark_home, spark_process_env
 from tests.support.table_history import build_table_history

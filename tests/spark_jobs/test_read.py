@@ -69,8 +69,8 @@ def test_load_returns_javas_rows(spark, conformance_catalog, query: ConformanceQ
 
 @pytest.mark.parametrize("query", DATA_SOURCE_QUERIES, ids=[q.id for q in DATA_SOURCE_QUERIES])
 def test_data_source_returns_javas_rows(spark, conformance_catalog, query: ConformanceQuery) -> None:
-    from spark_jobs.engine.spark_scan import dataframe_from_source
     from spark_jobs.job_support import engine_on_executors
+    from spark_jobs.spark.scan import dataframe_from_source
 
     engine_on_executors(spark)
     options = {
@@ -118,7 +118,7 @@ def test_read_job_writes_javas_rows(spark, conformance_catalog, tmp_path, query:
 
 def test_pushed_spark_filters_give_the_same_rows_as_spark_filtering(spark, conformance_catalog) -> None:
     """With Python filter pushdown on, Spark's own filters are pushed where exact and the result does not change."""
-    from spark_jobs.engine.spark_scan import FILTER_PUSHDOWN_CONF
+    from spark_jobs.spark.scan import FILTER_PUSHDOWN_CONF
 
     condition = "category IN ('a', 'c') AND id >= 20000 AND id < 60000 AND note IS NOT NULL AND qty != 7"
     spark.conf.set(FILTER_PUSHDOWN_CONF, "false")

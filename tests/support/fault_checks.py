@@ -14,7 +14,7 @@ from pyiceberg.table import Table
 
 from spark_jobs.engine.commit.pending_commits import read_pending_records
 from spark_jobs.engine.maintenance.reachable_files import normalize_location, reachable_locations
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
 
 
 def table_directory(table: Table) -> Path:

@@ -27,8 +27,8 @@ class Readers:
 
     def ours(self, identifier: str, columns: list[str], snapshot_id: int | None = None) -> dict:
         """What our reader (the read job's engine, in-process) returns."""
-        from spark_jobs.engine.catalog import load_catalog
-        from spark_jobs.engine.read_session import open_read_session
+        from spark_jobs.engine.read.session import open_read_session
+        from spark_jobs.engine.table.catalog import load_catalog
 
         session = open_read_session(load_catalog(self.catalog_name), identifier, snapshot_id=snapshot_id)
         return arrow_checksum(session.to_arrow(), columns)
@@ -39,7 +39,7 @@ class Readers:
 
     def duck(self, identifier: str, columns: list[str], snapshot_id: int | None = None) -> dict:
         """What DuckDB's ``iceberg_scan`` returns from the table's current metadata file (or at a snapshot)."""
-        from spark_jobs.engine.catalog import load_catalog
+        from spark_jobs.engine.table.catalog import load_catalog
 
         table = load_catalog(self.catalog_name).load_table(identifier)
         scanned = duckdb_reader.scan(self.duckdb, table.metadata_location, columns, snapshot_id=snapshot_id)

@@ -18,15 +18,15 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
 from spark_jobs.engine.commit.committer import commit_change
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction import RewritePlan
 from spark_jobs.engine.compaction.candidates import list_candidates
 from spark_jobs.engine.compaction.planner import FileGroup
 from spark_jobs.engine.compaction.rewrite_commit import GroupRewrite
 from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewrite_contexts, rewrite_task
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import (
     WriteContext,
     write_data,

@@ -3,13 +3,12 @@
 pyiceberg 0.12 commits data files only; this package adds what writes need, on top of its metadata model, manifest
 writers and catalog commit:
 
-1. ``file_entries``: data and delete file metadata as plain dicts (executors -> driver) and back to ``DataFile``.
-2. ``manifest_writers``: v2 manifests of either content, DATA or DELETES (pyiceberg writes DATA only).
-3. ``snapshot_change``: what one commit does: operation, files added (data and delete), files removed, the data
+1. ``manifest_writers``: v2 manifests of either content, DATA or DELETES (pyiceberg writes DATA only).
+2. ``snapshot_change``: what one commit does: operation, files added (data and delete), files removed, the data
    sequence number of added entries, summary properties, what a concurrent change must not touch.
-4. ``producer``: builds the manifests, manifest list, snapshot and catalog updates of a change on given metadata.
-5. ``conflicts``: validation of the commits that landed since the change was planned.
-6. ``idempotency``: a snapshot of the table's history that carries the same idempotency key.
-7. ``committer``: asserts the branch head, retries a lost race when safe, and deletes every file a failed commit
+3. ``producer``: builds the manifests, manifest list, snapshot and catalog updates of a change on given metadata.
+4. ``conflicts``: validation of the commits that landed since the change was planned.
+5. ``idempotency``: a snapshot of the table's history that carries the same idempotency key.
+6. ``committer``: asserts the branch head, retries a lost race when safe, and deletes every file a failed commit
    wrote.
 """

@@ -45,8 +45,8 @@ from spark_jobs.engine.commit.outcome import (
 from spark_jobs.engine.commit.pending_commits import new_record, settled_quietly, write_pending_record
 from spark_jobs.engine.commit.producer import BuiltSnapshot, CommitConflictError, SnapshotProducer, delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.errors import EngineError, UnsupportedFeatureError
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.shared.errors import EngineError, UnsupportedFeatureError
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 
 log = logging.getLogger(__name__)
 _MAX_BACKOFF_SECONDS = 2.0

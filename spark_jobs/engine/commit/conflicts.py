@@ -23,7 +23,7 @@ from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.planning.manifest_entries import read_live_entries, referenced_data_file
+from spark_jobs.engine.table.manifest_entries import read_live_entries, referenced_data_file
 
 
 def validate_concurrent_commits(

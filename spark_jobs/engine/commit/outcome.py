@@ -137,7 +137,7 @@ def snapshot_landed(metadata: TableMetadata, snapshot_id: int, idempotency_key: 
 
 def files_live_at(table: Table, branch: str, paths: list[str]) -> set[str]:
     """Which of ``paths`` the head of ``branch`` references as live data or delete files (module doc, step 6)."""
-    from spark_jobs.engine.planning.manifest_entries import read_live_entries
+    from spark_jobs.engine.table.manifest_entries import read_live_entries
 
     head = table.metadata.snapshot_by_name(branch)
     wanted = set(paths)

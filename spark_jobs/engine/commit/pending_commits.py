@@ -104,8 +104,8 @@ def new_record(
 
 def read_pending_records(table: Table) -> dict[str, PendingCommitRecord]:
     """The table's records by location (none when the directory is missing or cannot be listed)."""
-    from spark_jobs.engine.catalog import table_file_system
-    from spark_jobs.engine.errors import UnsupportedFeatureError
+    from spark_jobs.engine.shared.errors import UnsupportedFeatureError
+    from spark_jobs.engine.table.catalog import table_file_system
 
     directory = f"{table.metadata.location.rstrip('/')}/{PENDING_DIRECTORY}"
     try:

@@ -51,8 +51,8 @@ from pyiceberg.table.update import (
 from spark_jobs.engine.commit.idempotency import record_key_update
 from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.errors import EngineError
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.shared.errors import EngineError
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 
 log = logging.getLogger(__name__)
 

@@ -80,6 +80,6 @@ class SnapshotChange:
 
 
 def _referenced_data_file(data_file: DataFile) -> str | None:
-    from spark_jobs.engine.planning.manifest_entries import referenced_data_file
+    from spark_jobs.engine.table.manifest_entries import referenced_data_file
 
     return referenced_data_file(data_file)

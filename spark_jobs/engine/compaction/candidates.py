@@ -18,12 +18,12 @@ from pyiceberg.manifest import DataFile, ManifestEntry
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import AppliedDeletes, DeleteFileIndex
-from spark_jobs.engine.planning.manifest_cache import cached_manifests
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.scan_planner import bind_row_filter, identity_partition_constants
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.manifest_cache import cached_manifests
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,8 @@ from spark_jobs.engine.compaction.candidates import RewriteCandidate, list_candi
 from spark_jobs.engine.compaction.dangling_deletes import DeleteKey, DeleteUsage
 from spark_jobs.engine.compaction.options import RewriteOptions
 from spark_jobs.engine.compaction.sizing import expected_output_files, input_split_size, write_max_file_size
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import partition_key
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 PartitionValues = tuple[Any, ...]
 

@@ -24,12 +24,12 @@ from pyiceberg.table.snapshots import Operation
 
 from spark_jobs.engine.commit.committer import CommitError, CommitResult, commit_change
 from spark_jobs.engine.commit.conflicts import validate_concurrent_commits
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction.dangling_deletes import delete_keys
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
-from spark_jobs.engine.errors import EngineError
+from spark_jobs.engine.shared.errors import EngineError
+from spark_jobs.engine.write.file_entries import to_data_file
 
 # Snapshot summary properties a compaction commit records (Java records the same rewrite counts in its results).
 REWRITTEN_GROUPS_PROPERTY = "airflow-iceberg-provider.rewritten-file-groups"
@@ -38,7 +38,7 @@ JOB_PROPERTY = "airflow-iceberg-provider.job"
 
 @dataclass(frozen=True)
 class GroupRewrite:
-    """One file group and the data files its tasks wrote (descriptions from ``commit.file_entries``)."""
+    """One file group and the data files its tasks wrote (descriptions from ``write.file_entries``)."""
 
     group: FileGroup
     written: tuple[dict[str, Any], ...]

@@ -8,7 +8,7 @@
    partition spec and sort order, rolling files at the plan's writer max file size (Java's ``writeMaxFileSize``).
 3. ``rewrite_task`` (on an executor): the task's surviving rows (position deletes, deletion vectors and equality
    deletes applied), split by the output spec's partitions, sorted by the table's sort order, written; returns the
-   written files as plain dicts (``commit.file_entries``). The rows stream: each batch the reader yields goes to a
+   written files as plain dicts (``write.file_entries``). The rows stream: each batch the reader yields goes to a
    rolling writer of its partition, so a task holds about one row group per partition, not a whole output file.
    A table with a sort order is the exception: its task's rows are gathered and sorted before they are written.
 """
@@ -25,13 +25,13 @@ from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.table import Table, TableProperties
 
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.name_mapping import NAME_MAPPING_PROPERTY
 from spark_jobs.engine.planning.scan_planner import ScanPlan
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
-from spark_jobs.engine.read_session import build_read_schema
-from spark_jobs.engine.scan import ScanContext, read_slice
-from spark_jobs.engine.tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.read.session import build_read_schema
+from spark_jobs.engine.read.task_scan import ScanContext, read_slice
+from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.write_context import WriteContext, write_data_stream
 
 

@@ -7,7 +7,7 @@ what a delete file holds is loaded once and then filtered per data file. Keys st
 
 from __future__ import annotations
 
-from spark_jobs.engine.bounded_cache import BoundedCache, max_bytes_from_environment
+from spark_jobs.engine.shared.bounded_cache import BoundedCache, max_bytes_from_environment
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 MAX_BYTES_ENV_VAR = "ICEBERG_DELETE_CACHE_MAX_BYTES"

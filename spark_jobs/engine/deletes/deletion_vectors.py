@@ -20,8 +20,8 @@ import numpy as np
 from pyiceberg.io import FileIO
 from pyroaring import BitMap64
 
-from spark_jobs.engine.errors import CorruptFileError
-from spark_jobs.engine.tasks import DeletionVector
+from spark_jobs.engine.planning.scan_tasks import DeletionVector
+from spark_jobs.engine.shared.errors import CorruptFileError
 
 DELETION_VECTOR_MAGIC = b"\xd1\xd3\x39\x64"
 _LENGTH_SIZE = 4

@@ -34,9 +34,9 @@ from pyiceberg.types import IcebergType
 from spark_jobs.engine.deletes.bytes_read import compressed_bytes_of_columns, footer_bytes
 from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
 from spark_jobs.engine.deletes.parquet_field_ids import column_at_path, field_id_paths
-from spark_jobs.engine.errors import CorruptFileError, EngineError
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.tasks import DataFileSlice, EqualityDeleteFile
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, EqualityDeleteFile
+from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 EQUALITY_DELETE_KIND = "equality_delete"
 # Integer keys get a dense code table when it needs at most this many slots per key and in all (64 MiB of int64).

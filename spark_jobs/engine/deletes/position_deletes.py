@@ -27,9 +27,9 @@ from spark_jobs.engine.deletes.bytes_read import compressed_bytes_of_columns, fo
 from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
 from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
 from spark_jobs.engine.deletes.parquet_field_ids import field_id_paths
-from spark_jobs.engine.errors import CorruptFileError, EngineError
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.tasks import DataFileSlice, DeletionVector, PositionDeleteFile
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, DeletionVector, PositionDeleteFile
+from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 FILE_PATH_FIELD_ID = 2147483546
 POS_FIELD_ID = 2147483545

@@ -41,9 +41,9 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID, RemoveSnapshotsUpdate
 
 from spark_jobs.engine.commit.outcome import ReloadFailedError, StatusCheck, reload_with_retries
-from spark_jobs.engine.errors import EngineError, UserInputError
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
 from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
+from spark_jobs.engine.shared.errors import EngineError, UserInputError
 
 log = logging.getLogger(__name__)
 MAX_SNAPSHOT_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"

@@ -29,9 +29,7 @@ from pyarrow.fs import FileSelector, FileType
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 
-from spark_jobs.engine.catalog import table_file_system
 from spark_jobs.engine.commit.pending_commits import read_pending_records, settle_pending_commits
-from spark_jobs.engine.errors import UserInputError
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
 from spark_jobs.engine.maintenance.reachable_files import (
     all_content_file_locations,
@@ -40,6 +38,8 @@ from spark_jobs.engine.maintenance.reachable_files import (
     normalize_location,
     reachable_locations,
 )
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.table.catalog import table_file_system
 
 DEFAULT_ORPHAN_AGE_MS = 3 * 24 * 60 * 60 * 1000
 MIN_ORPHAN_AGE_MS = 24 * 60 * 60 * 1000

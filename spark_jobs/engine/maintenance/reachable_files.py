@@ -17,7 +17,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.utils.concurrent import ExecutorFactory
 
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 
 _SAME_STORE_SCHEMES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 

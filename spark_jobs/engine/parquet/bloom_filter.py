@@ -28,12 +28,12 @@ import pyarrow.parquet as pq
 import xxhash
 from pyiceberg.io import InputStream
 
-from spark_jobs.engine.errors import CorruptFileError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.access_plan import AccessPlan
 from spark_jobs.engine.parquet.file_columns import LeafColumn
 from spark_jobs.engine.parquet.predicates import ColumnPredicate, FilterNode, might_match_tree
 from spark_jobs.engine.parquet.thrift_compact import CompactReader
+from spark_jobs.engine.shared.errors import CorruptFileError
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 _SALTS = np.array(
     [0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31], dtype=np.uint64

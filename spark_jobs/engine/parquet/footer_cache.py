@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO, InputStream
 
-from spark_jobs.engine.errors import CorruptFileError
+from spark_jobs.engine.shared.errors import CorruptFileError
 
 PARQUET_MAGIC = b"PAR1"
 DEFAULT_METADATA_SIZE_HINT = 64 * 1024

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 from pyiceberg.table.name_mapping import MappedField, NameMapping, parse_mapping_from_json
 
-from spark_jobs.engine.errors import UnsupportedFeatureError
 from spark_jobs.engine.parquet.file_columns import FIELD_ID_KEY
+from spark_jobs.engine.shared.errors import UnsupportedFeatureError
 
 NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 

@@ -38,8 +38,6 @@ from pyiceberg.expressions import BooleanExpression
 from pyiceberg.io import FileIO, InputStream
 from pyiceberg.schema import Schema
 
-from spark_jobs.engine.errors import UserInputError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.access_plan import ALL_ROWS, AccessPlan
 from spark_jobs.engine.parquet.bloom_filter import prune_by_bloom_filters
 from spark_jobs.engine.parquet.file_columns import LeafColumn, file_leaf_columns
@@ -65,9 +63,11 @@ from spark_jobs.engine.parquet.row_filter import FilterConjunct, filter_conjunct
 from spark_jobs.engine.parquet.row_group_filter import FieldStatistics, prune_by_statistics
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns
 from spark_jobs.engine.parquet.row_selection import select_rows
-from spark_jobs.engine.row_predicate import RowPredicate
-from spark_jobs.engine.schema_projection import file_schema_of, output_arrow_schema
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.parquet.schema_projection import file_schema_of, output_arrow_schema
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.shared.row_predicate import RowPredicate
 
 DELETED_POSITIONS_KINDS = ("position_deletes", "deletion_vectors")
 # Consecutive row groups without filter conjuncts are decoded by one call, up to this many compressed bytes of the

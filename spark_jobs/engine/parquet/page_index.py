@@ -22,13 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 from pyiceberg.io import InputStream
 
-from spark_jobs.engine.errors import CorruptFileError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.access_plan import AccessPlan
 from spark_jobs.engine.parquet.file_columns import LeafColumn, decode_plain, decode_raw
 from spark_jobs.engine.parquet.footer_cache import ParquetFooter
 from spark_jobs.engine.parquet.predicates import ColumnPredicate, FilterNode, ValueBounds, fold, might_match
 from spark_jobs.engine.parquet.thrift_compact import CompactReader
+from spark_jobs.engine.shared.errors import CorruptFileError
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 
 @dataclass(frozen=True)

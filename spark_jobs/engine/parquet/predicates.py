@@ -47,8 +47,8 @@ from pyiceberg.expressions import (
 from pyiceberg.expressions.visitors import rewrite_not
 from pyiceberg.types import DoubleType, FloatType, PrimitiveType
 
-from spark_jobs.engine.errors import InvalidFilterError
 from spark_jobs.engine.parquet.file_columns import comparable_literal
+from spark_jobs.engine.shared.errors import InvalidFilterError
 
 _OPERATION_OF_PREDICATE: dict[type, str] = {
     BoundEqualTo: "eq",

@@ -20,8 +20,8 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from spark_jobs.engine.bounded_cache import BoundedCache, max_bytes_from_environment
-from spark_jobs.engine.row_predicate import RowPredicate
+from spark_jobs.engine.shared.bounded_cache import BoundedCache, max_bytes_from_environment
+from spark_jobs.engine.shared.row_predicate import RowPredicate
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_BYTES_ENV_VAR = "ICEBERG_REJECTED_ROWS_CACHE_MAX_BYTES"

@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.predicates import (
     ColumnPredicate,
     FilterNode,
@@ -31,7 +30,8 @@ from spark_jobs.engine.parquet.predicates import (
     split_conjuncts,
 )
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns, as_array
-from spark_jobs.engine.row_predicate import RowPredicate
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.shared.row_predicate import RowPredicate
 
 ArrowColumn = pa.Array | pa.ChunkedArray
 

@@ -18,11 +18,11 @@ from collections.abc import Callable
 import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.access_plan import AccessPlan
 from spark_jobs.engine.parquet.file_columns import LeafColumn, decode_raw
 from spark_jobs.engine.parquet.predicates import ColumnPredicate, FilterNode, ValueBounds, might_match, might_match_tree
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 BoundsLookup = Callable[[int, int], ValueBounds | None]  # (row group, field id) -> bounds or None when unknown
 

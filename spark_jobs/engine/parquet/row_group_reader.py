@@ -26,10 +26,10 @@ import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField, StructType
 
-from spark_jobs.engine.errors import InvalidFilterError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.file_columns import LeafColumn
-from spark_jobs.engine.schema_projection import ArrowColumn, constant_column, project_column
+from spark_jobs.engine.parquet.schema_projection import ArrowColumn, constant_column, project_column
+from spark_jobs.engine.shared.errors import InvalidFilterError
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from spark_jobs.engine.errors import CorruptFileError
+from spark_jobs.engine.shared.errors import CorruptFileError
 
 _TYPE_BOOLEAN_TRUE = 1
 _TYPE_BOOLEAN_FALSE = 2

@@ -31,10 +31,10 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
 
-from spark_jobs.engine.errors import CorruptFileError
 from spark_jobs.engine.planning.equality_delete_bounds import can_contain_equality_deletes, equality_fields
-from spark_jobs.engine.planning.manifest_entries import content_offset, content_size_in_bytes, referenced_data_file
-from spark_jobs.engine.tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
+from spark_jobs.engine.planning.scan_tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
+from spark_jobs.engine.shared.errors import CorruptFileError
+from spark_jobs.engine.table.manifest_entries import content_offset, content_size_in_bytes, referenced_data_file
 
 # Field id of the ``file_path`` column of position delete files (spec: reserved field ids).
 DELETE_FILE_PATH_FIELD_ID = 2147483546

@@ -42,8 +42,8 @@ from pyiceberg.manifest import (
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.planning.manifest_cache import cached_live_entries
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.manifest_cache import cached_live_entries
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,9 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.transforms import IdentityTransform
 from pyparsing import ParseException
 
-from spark_jobs.engine.errors import InvalidFilterError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import DeleteFileIndex
-from spark_jobs.engine.planning.manifest_cache import cached_manifests
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.planning.splitting import (
     SplitSettings,
     adaptive_split_size,
@@ -38,8 +36,10 @@ from spark_jobs.engine.planning.splitting import (
     pack_slices,
     split_data_file,
 )
-from spark_jobs.engine.snapshots import schema_for_snapshot
-from spark_jobs.engine.tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.shared.errors import InvalidFilterError
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.manifest_cache import cached_manifests
+from spark_jobs.engine.table.snapshots import schema_for_snapshot
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
-from spark_jobs.engine.errors import UserInputError
-from spark_jobs.engine.tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.shared.errors import UserInputError
 
 # Table properties and their defaults (Iceberg's TableProperties).
 SPLIT_SIZE_PROPERTY = "read.split.target-size"

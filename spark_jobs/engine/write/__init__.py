@@ -9,5 +9,7 @@
    ``write.parquet.bloom-filter-enabled.column.<name>``) with Iceberg column metrics.
 5. ``delete_files``: position delete files (file_path, pos sorted) and equality delete files (key columns).
 6. ``write_context``: the picklable description of one write that executors run ``write_data`` with; results are
-   plain dicts (``commit.file_entries``).
+   plain dicts.
+7. ``file_entries``: those dicts (data and delete file metadata, executors -> driver) and back to ``DataFile`` for
+   the commit.
 """

@@ -7,7 +7,7 @@
    ``RollingParquetWriter`` takes the rows as they come (batch by batch) and holds at most one chunk;
    ``write_files`` writes a table already in memory through it.
 3. Each closed file is described with pyiceberg's column metrics (``data_file_statistics_from_parquet_metadata``
-   under the table's metrics modes) as a plain dict (``commit.file_entries.describe_file``).
+   under the table's metrics modes) as a plain dict (``file_entries.describe_file``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties
 from pyiceberg.utils.properties import property_as_int
 
-from spark_jobs.engine.commit.file_entries import describe_file
+from spark_jobs.engine.write.file_entries import describe_file
 
 BLOOM_FILTER_PREFIX = "write.parquet.bloom-filter-enabled.column."
 DEFAULT_CODEC = "zstd"

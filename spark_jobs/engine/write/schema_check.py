@@ -35,7 +35,7 @@ from pyiceberg.types import (
     TimeType,
 )
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 _PROMOTIONS = {(IntegerType(), LongType()), (FloatType(), DoubleType())}
 

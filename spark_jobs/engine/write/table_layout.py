@@ -20,7 +20,7 @@ from pyiceberg.transforms import (
     YearTransform,
 )
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 _CALL = re.compile(r"^\s*(\w+)\s*\(\s*([^()]*?)\s*\)\s*$")
 _SIMPLE = {

@@ -7,10 +7,10 @@ import itertools
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 
-from spark_jobs.engine.catalog import load_catalog
 from spark_jobs.engine.commit.committer import commit_change
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+from spark_jobs.engine.table.catalog import load_catalog
+from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_data
 from tests.spark_jobs.faults.conftest import QUICK_RETRIES
 from tests.support.rewrite_tables import SCHEMA, SPEC, rows

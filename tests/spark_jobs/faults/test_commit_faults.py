@@ -17,12 +17,12 @@ import pytest
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 
-from spark_jobs.engine.catalog import load_catalog
 from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError, commit_change
 from spark_jobs.engine.commit.pending_commits import read_pending_records
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites
+from spark_jobs.engine.table.catalog import load_catalog
 from tests.spark_jobs.faults.phases import PHASE_IDS, PHASES, Phase
 from tests.spark_jobs.faults.tables import INITIAL, append_change, data_files, new_table
 from tests.support import faults

@@ -13,11 +13,11 @@ import logging
 
 import pytest
 
-from spark_jobs.engine.catalog import load_catalog
 from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError, commit_change
 from spark_jobs.engine.commit.pending_commits import read_pending_records
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
-from spark_jobs.engine.spark_compact import run_rewrite
+from spark_jobs.engine.table.catalog import load_catalog
+from spark_jobs.spark.compact import run_rewrite
 from tests.spark_jobs.faults.phases import PHASES
 from tests.spark_jobs.faults.tables import append_change, new_table
 from tests.support import faults

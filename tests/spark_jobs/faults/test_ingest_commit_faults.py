@@ -25,10 +25,10 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from spark_jobs.engine.catalog import load_catalog
 from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError
 from spark_jobs.engine.commit.pending_commits import read_pending_records
-from spark_jobs.engine.spark_ingest import IngestOptions, ingest
+from spark_jobs.engine.table.catalog import load_catalog
+from spark_jobs.spark.ingest import IngestOptions, ingest
 from tests.spark_jobs.faults.conftest import QUICK_RETRIES
 from tests.spark_jobs.faults.phases import PHASE_IDS, PHASES, Phase
 from tests.support import faults

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from spark_jobs.engine.catalog import load_catalog
-from spark_jobs.engine.errors import EngineError
 from spark_jobs.engine.maintenance import expire_snapshots, remove_orphan_files
 from spark_jobs.engine.maintenance.reachable_files import normalize_location, reachable_locations
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import EngineError
+from spark_jobs.engine.table.catalog import load_catalog
 from tests.spark_jobs.faults.phases import PHASES, Phase
 from tests.spark_jobs.faults.tables import new_table
 from tests.support import faults

@@ -14,11 +14,11 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
 from spark_jobs.engine.commit.committer import commit_change
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.commit.snapshot_change import IDEMPOTENCY_KEY_PROPERTY, SnapshotChange
-from spark_jobs.engine.errors import UnsupportedFeatureError
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import UnsupportedFeatureError
+from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_data, write_position_delete_rows
 
 SCHEMA = Schema(

@@ -31,7 +31,7 @@ def table(sql_catalog):
 
 
 def _keyed_append(table, ids: list[int], key: str, tag: str, branch: str = "main"):
-    from spark_jobs.engine.commit.file_entries import to_data_file
+    from spark_jobs.engine.write.file_entries import to_data_file
     from spark_jobs.engine.write.write_context import WriteContext, write_data
 
     files = [to_data_file(item) for item in write_data(rows(ids, "a"), WriteContext.for_table(table), tag)]

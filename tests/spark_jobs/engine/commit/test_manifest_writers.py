@@ -12,9 +12,9 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.types import LongType, NestedField, StringType
 
 from spark_jobs.engine.commit.committer import commit_change
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.planning.manifest_entries import read_live_entries, referenced_data_file
+from spark_jobs.engine.table.manifest_entries import read_live_entries, referenced_data_file
+from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import (
     WriteContext,
     write_data,

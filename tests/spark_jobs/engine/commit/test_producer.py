@@ -9,10 +9,10 @@ from pyiceberg.table.snapshots import Operation
 from pyiceberg.types import LongType, NestedField
 
 from spark_jobs.engine.commit.committer import commit_change
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_data, write_equality_delete_rows
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))

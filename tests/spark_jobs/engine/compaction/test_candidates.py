@@ -3,8 +3,8 @@
 import pytest
 
 from spark_jobs.engine.compaction.candidates import list_candidates
-from spark_jobs.engine.errors import InvalidFilterError
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import InvalidFilterError
 
 
 def test_every_live_data_file_without_a_filter(conformance_catalog):

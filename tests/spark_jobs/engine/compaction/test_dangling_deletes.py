@@ -7,7 +7,7 @@ from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.candidates import RewriteCandidate, list_candidates
 from spark_jobs.engine.compaction.dangling_deletes import DeleteUsage, delete_keys
 from spark_jobs.engine.planning.delete_index import AppliedDeletes
-from spark_jobs.engine.tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
+from spark_jobs.engine.planning.scan_tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
 
 PARTITION_WIDE = PositionDeleteFile("pos-partition.parquet", 10, 5, 2, None)
 ONLY_A = PositionDeleteFile("pos-a.parquet", 10, 1, 2, "a.parquet")

@@ -3,7 +3,7 @@
 import pytest
 
 from spark_jobs.engine.compaction.options import RewriteOptions
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 MIB = 1024 * 1024
 

@@ -10,7 +10,7 @@ from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.candidates import RewriteCandidate
 from spark_jobs.engine.compaction.planner import group_by_partition, plan_file_groups, plan_groups
 from spark_jobs.engine.planning.delete_index import AppliedDeletes
-from spark_jobs.engine.tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
+from spark_jobs.engine.planning.scan_tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
 
 # target 100, min 75, max 180 (write max 140); groups up to 50 bytes unless a test says otherwise
 OPTIONS = RewriteOptions(

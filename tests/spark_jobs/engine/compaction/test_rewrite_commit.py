@@ -16,7 +16,7 @@ from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError, commit
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites, removable_delete_locations
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 from tests.support.conformance import table_checksum
 from tests.support.corpus_copies import register_corpus_copy
 from tests.support.rewrite_tables import (
@@ -105,7 +105,7 @@ def test_a_delete_shared_by_two_groups_is_removed_only_with_both():
 
     from spark_jobs.engine.compaction.planner import FileGroup
     from spark_jobs.engine.planning.delete_index import AppliedDeletes
-    from spark_jobs.engine.tasks import PositionDeleteFile
+    from spark_jobs.engine.planning.scan_tasks import PositionDeleteFile
 
     shared = PositionDeleteFile("shared.parquet", 10, 2, 2, None)
     own = PositionDeleteFile("own.parquet", 10, 1, 2, "a.parquet")

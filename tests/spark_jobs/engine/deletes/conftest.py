@@ -11,7 +11,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from spark_jobs.engine.deletes.cache import DeleteFileCache
 from spark_jobs.engine.planning.scan_planner import plan_scan
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from tests.spark_jobs.engine.deletes.delete_file_writers import RecordingFileIO
 
 

@@ -16,7 +16,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyroaring import BitMap64
 
 from spark_jobs.engine.deletes.parquet_field_ids import column_at_path, field_id_paths
-from spark_jobs.engine.tasks import DataFileSlice, DeletionVector, EqualityDeleteFile, PositionDeleteFile
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, DeletionVector, EqualityDeleteFile, PositionDeleteFile
 from tests.support.conformance import ConformanceQuery, load_queries
 
 FIELD_ID_KEY = b"PARQUET:field_id"

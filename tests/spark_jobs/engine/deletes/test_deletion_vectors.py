@@ -14,8 +14,8 @@ from pyiceberg.table.puffin import PuffinFile
 from pyroaring import BitMap64
 
 from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
-from spark_jobs.engine.errors import CorruptFileError
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.errors import CorruptFileError
 from tests.spark_jobs.engine.deletes.delete_file_writers import (
     DV_MAGIC,
     RecordingFileIO,

@@ -31,9 +31,9 @@ from pyiceberg.types import (
 from spark_jobs.engine.deletes.cache import DeleteFileCache
 from spark_jobs.engine.deletes.equality_deletes import EqualityDeleteSet, load_equality_deletes
 from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
-from spark_jobs.engine.errors import CorruptFileError, EngineError
-from spark_jobs.engine.row_predicate import RowPredicate
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
+from spark_jobs.engine.shared.row_predicate import RowPredicate
 from tests.spark_jobs.engine.deletes.delete_file_writers import (
     corpus_query,
     data_file_slice,
@@ -469,7 +469,7 @@ def test_integer_key_lookups_agree_with_arrow_for_both_structures(keys: list[int
 def test_bytes_read_from_storage_are_counted_once_then_served_from_the_cache(
     tmp_path: Path, io, cache: DeleteFileCache
 ) -> None:
-    from spark_jobs.engine.metrics import ScanMetrics
+    from spark_jobs.engine.shared.metrics import ScanMetrics
 
     delete_file = write_equality_delete_file(
         tmp_path / "eq.parquet",

@@ -13,8 +13,8 @@ import pytest
 
 from spark_jobs.engine.deletes.cache import DeleteFileCache
 from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
-from spark_jobs.engine.errors import CorruptFileError, EngineError
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
 from tests.spark_jobs.engine.deletes.delete_file_writers import (
     RecordingFileIO,
     corpus_query,
@@ -271,7 +271,7 @@ def test_file_without_any_field_ids_is_read_by_the_spec_column_names(
 def test_bytes_read_from_storage_are_counted_once_then_served_from_the_cache(
     tmp_path: Path, io, cache: DeleteFileCache
 ) -> None:
-    from spark_jobs.engine.metrics import ScanMetrics
+    from spark_jobs.engine.shared.metrics import ScanMetrics
 
     delete_file = write_position_delete_file(tmp_path / "pos.parquet", [(DATA_A, 1), (DATA_A, 2), (DATA_B, 3)])
     (dv,) = write_puffin_file(tmp_path / "dv.puffin", [(DATA_C, [7, 9])])

@@ -6,9 +6,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from spark_jobs.engine.errors import UserInputError
 from spark_jobs.engine.maintenance import expire_snapshots, snapshots_to_expire
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import UserInputError
 from tests.support.table_history import build_table_history
 
 

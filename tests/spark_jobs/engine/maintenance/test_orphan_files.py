@@ -11,8 +11,8 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from spark_jobs.engine.commit.outcome import PendingCommit
 from spark_jobs.engine.commit.pending_commits import new_record, write_pending_record
-from spark_jobs.engine.errors import UserInputError
 from spark_jobs.engine.maintenance import expire_snapshots, remove_orphan_files
+from spark_jobs.engine.shared.errors import UserInputError
 from tests.support.table_history import SCHEMA, build_table_history
 
 DAY_S = 24 * 60 * 60

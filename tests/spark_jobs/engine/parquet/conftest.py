@@ -11,7 +11,7 @@ import pytest
 
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
 from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 
 
 @pytest.fixture(autouse=True)

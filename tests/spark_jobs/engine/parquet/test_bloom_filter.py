@@ -15,7 +15,6 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, FixedType, LongType, NestedField, StringType, UUIDType
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.bloom_filter import (
     NOT_IN_COLUMN,
     literal_might_be_present,
@@ -24,6 +23,7 @@ from spark_jobs.engine.parquet.bloom_filter import (
 )
 from spark_jobs.engine.parquet.file_columns import file_leaf_columns
 from spark_jobs.engine.parquet.opener import read_data_file
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from spark_jobs.engine.errors import CorruptFileError
 from spark_jobs.engine.parquet.footer_cache import FooterCache, ParquetFooter, cached_footer, read_footer
+from spark_jobs.engine.shared.errors import CorruptFileError
 
 
 class _CountingFile:

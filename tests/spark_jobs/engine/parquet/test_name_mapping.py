@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table.name_mapping import MappedField, NameMapping
 
-from spark_jobs.engine.errors import UnsupportedFeatureError
 from spark_jobs.engine.parquet.file_columns import FIELD_ID_KEY
 from spark_jobs.engine.parquet.name_mapping import apply_name_mapping
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import UnsupportedFeatureError
 
 
 def _id(field: pa.Field) -> int | None:

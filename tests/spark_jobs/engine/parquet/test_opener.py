@@ -41,11 +41,11 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet import opener
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
 from spark_jobs.engine.parquet.opener import read_data_file, row_group_start_offset
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:

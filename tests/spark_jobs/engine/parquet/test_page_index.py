@@ -13,11 +13,11 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.file_columns import file_leaf_columns
 from spark_jobs.engine.parquet.footer_cache import read_footer
 from spark_jobs.engine.parquet.opener import read_data_file
 from spark_jobs.engine.parquet.page_index import page_index_locations, read_column_pages
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from spark_jobs.engine.bounded_cache import BoundedCache
 from spark_jobs.engine.parquet.rejected_rows_cache import FileRejectedRows
+from spark_jobs.engine.shared.bounded_cache import BoundedCache
 
 
 @dataclass(frozen=True)

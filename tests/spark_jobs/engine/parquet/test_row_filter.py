@@ -31,7 +31,7 @@ from pyiceberg.types import DoubleType, FloatType, LongType, NestedField, String
 
 from spark_jobs.engine.parquet.predicates import ColumnPredicate, translate_filter
 from spark_jobs.engine.parquet.row_filter import evaluate_rows, filter_conjuncts, leaf_keep_mask, order_by_cost
-from spark_jobs.engine.row_predicate import RowPredicate
+from spark_jobs.engine.shared.row_predicate import RowPredicate
 
 SCHEMA = Schema(
     NestedField(1, "x", LongType(), required=False),

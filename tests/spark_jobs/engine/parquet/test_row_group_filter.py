@@ -14,10 +14,10 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, DoubleType, LongType, NestedField, StringType, TimestamptzType
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.file_columns import file_leaf_columns
 from spark_jobs.engine.parquet.opener import read_data_file
 from spark_jobs.engine.parquet.row_group_filter import statistics_bounds
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:

@@ -7,10 +7,10 @@ import pyarrow.parquet as pq
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType, StructType
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.file_columns import file_leaf_columns
 from spark_jobs.engine.parquet.row_group_reader import FieldPath, FileColumnResolver, RowGroupColumns, field_paths
-from spark_jobs.engine.schema_projection import file_schema_of
+from spark_jobs.engine.parquet.schema_projection import file_schema_of
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from spark_jobs.engine.errors import CorruptFileError
 from spark_jobs.engine.parquet.footer_cache import read_footer
 from spark_jobs.engine.parquet.thrift_compact import CompactReader, read_struct
+from spark_jobs.engine.shared.errors import CorruptFileError
 
 
 def test_struct_with_every_scalar_type_and_long_field_delta() -> None:

@@ -10,9 +10,9 @@ from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 
-from spark_jobs.engine.errors import CorruptFileError
 from spark_jobs.engine.planning.delete_index import DELETE_FILE_PATH_FIELD_ID, DeleteFileIndex, partition_key
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.shared.errors import CorruptFileError
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 
 
 def _live_entries(table):

@@ -13,7 +13,7 @@ from pyiceberg.types import IntegerType, ListType, LongType, NestedField, String
 
 from spark_jobs.engine.planning.delete_index import DeleteFileIndex
 from spark_jobs.engine.planning.equality_delete_bounds import can_contain_equality_deletes, equality_fields
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

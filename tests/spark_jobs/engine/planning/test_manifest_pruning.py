@@ -15,9 +15,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 from tests.support.conformance import load_queries
 
 SCHEMA = Schema(

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.expressions import EqualTo
 
-from spark_jobs.engine.errors import InvalidFilterError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning import plan_scan
-from spark_jobs.engine.snapshots import resolve_read_target
+from spark_jobs.engine.shared.errors import InvalidFilterError
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.snapshots import resolve_read_target
 from tests.support.conformance import CORPUS_DIR
 
 TABLES = [

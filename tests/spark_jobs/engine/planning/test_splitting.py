@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, DeletionVector, EqualityDeleteFile, PositionDeleteFile
 from spark_jobs.engine.planning.splitting import (
     DEFAULT_LOOKBACK,
     DEFAULT_OPEN_FILE_COST,
@@ -21,7 +21,7 @@ from spark_jobs.engine.planning.splitting import (
     split_data_file,
     usable_split_offsets,
 )
-from spark_jobs.engine.tasks import DataFileSlice, DeletionVector, EqualityDeleteFile, PositionDeleteFile
+from spark_jobs.engine.shared.errors import UserInputError
 
 
 def _file(size: int, offsets: tuple[int, ...] | None = None, path: str = "f.parquet", **kwargs) -> DataFileSlice:

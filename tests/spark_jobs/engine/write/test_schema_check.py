@@ -7,7 +7,7 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.write.schema_check import check_schema
 
 TABLE = Schema(

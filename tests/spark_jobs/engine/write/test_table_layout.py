@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyiceberg.transforms import BucketTransform, DayTransform, IdentityTransform, TruncateTransform
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.write.table_layout import parse_partition_by, parse_sort_by
 
 

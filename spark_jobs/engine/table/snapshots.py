@@ -18,7 +18,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 
-from spark_jobs.engine.errors import SnapshotNotFoundError, UserInputError
+from spark_jobs.engine.shared.errors import SnapshotNotFoundError, UserInputError
 
 # How many snapshot ids an error message lists.
 _IDS_SHOWN = 5

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.engine import spark_compact
 from spark_jobs.engine.commit.committer import commit_change
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.rewrite_commit import NothingCommittedError
-from spark_jobs.engine.spark_compact import run_rewrite
+from spark_jobs.spark import compact as spark_compact
+from spark_jobs.spark.compact import run_rewrite
 from tests.support.rewrite_tables import build_events, equality_delete_change, ids_and_checksum, position_delete_change
 
 pytestmark = pytest.mark.spark

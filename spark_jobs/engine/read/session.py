@@ -22,14 +22,14 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import NestedField
 
-from spark_jobs.engine.catalog import load_catalog, load_table
-from spark_jobs.engine.errors import UserInputError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.name_mapping import NAME_MAPPING_PROPERTY
 from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
-from spark_jobs.engine.scan import DEFAULT_BATCH_SIZE, ScanContext, read_tasks_to_table
-from spark_jobs.engine.snapshots import resolve_read_target
-from spark_jobs.engine.tasks import ScanTask
+from spark_jobs.engine.planning.scan_tasks import ScanTask
+from spark_jobs.engine.read.task_scan import DEFAULT_BATCH_SIZE, ScanContext, read_tasks_to_table
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.catalog import load_catalog, load_table
+from spark_jobs.engine.table.snapshots import resolve_read_target
 
 log = logging.getLogger(__name__)
 

@@ -40,10 +40,10 @@ from spark_jobs.engine.compaction.rewrite_tasks import (
     rewrite_contexts,
     rewrite_task,
 )
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.spark_scan import ScanMetricsParam
-from spark_jobs.engine.spark_write import task_attempt_tag
+from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.job_files import delete_leftovers
+from spark_jobs.spark.scan import ScanMetricsParam
+from spark_jobs.spark.write import task_attempt_tag
 
 log = logging.getLogger(__name__)
 _OUTPUT_SCHEMA = "group_index int, file binary"

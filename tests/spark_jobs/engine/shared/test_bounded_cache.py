@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from spark_jobs.engine.bounded_cache import BoundedCache, max_bytes_from_environment
+from spark_jobs.engine.shared.bounded_cache import BoundedCache, max_bytes_from_environment
 
 
 def _loader(value: str, weight: int, calls: list[str]):

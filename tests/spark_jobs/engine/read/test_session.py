@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.engine.errors import InvalidFilterError, SnapshotNotFoundError, TableNotFoundError, UserInputError
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import (
+    InvalidFilterError,
+    SnapshotNotFoundError,
+    TableNotFoundError,
+    UserInputError,
+)
 from tests.support.conformance import ConformanceQuery, load_queries, table_checksum
 
 QUERIES = load_queries()

@@ -35,7 +35,6 @@ from pyiceberg.expressions import (
     LessThanOrEqual,
     Not,
 )
-from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.manifest import ManifestContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -45,24 +44,27 @@ from pyiceberg.table.update import AddSchemaUpdate, AssertCurrentSchemaId, SetCu
 from pyiceberg.types import IntegerType, LongType, StringType
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
-from pyspark.sql.pandas.types import to_arrow_schema
 
-from spark_jobs.engine.catalog import load_catalog, load_table
 from spark_jobs.engine.commit.committer import (
     CommitOutcomeUnknownError,
     already_committed_result,
     commit_change,
     require_writable_format,
 )
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.idempotency import committed_snapshot_for_key
 from spark_jobs.engine.commit.pending_commits import settled_quietly
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.errors import TableNotFoundError, UserInputError
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
-from spark_jobs.engine.spark_source import spark_schema_of
-from spark_jobs.engine.spark_write import (
+from spark_jobs.engine.shared.errors import TableNotFoundError, UserInputError
+from spark_jobs.engine.table.catalog import load_catalog, load_table
+from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.write.file_entries import to_data_file
+from spark_jobs.engine.write.job_files import delete_leftovers
+from spark_jobs.engine.write.schema_check import SchemaCheck, check_schema
+from spark_jobs.engine.write.table_layout import parse_partition_by, parse_sort_by
+from spark_jobs.engine.write.write_context import WriteContext
+from spark_jobs.spark.types import arrow_schema_of, spark_types_of
+from spark_jobs.spark.write import (
     ORDINAL_COLUMN,
     LiveDataFile,
     conform_dataframe,
@@ -71,10 +73,6 @@ from spark_jobs.engine.spark_write import (
     write_equality_deletes,
     write_position_deletes,
 )
-from spark_jobs.engine.write.job_files import delete_leftovers
-from spark_jobs.engine.write.schema_check import SchemaCheck, check_schema
-from spark_jobs.engine.write.table_layout import parse_partition_by, parse_sort_by
-from spark_jobs.engine.write.write_context import WriteContext
 
 MODES = ("append", "overwrite", "upsert", "delete")
 DELETE_MODES = ("position", "equality")
@@ -95,11 +93,6 @@ class IngestOptions:
     partition_by: str | None = None
     sort_by: str | None = None
     allow_schema_evolution: bool = False
-
-
-def spark_types_of(schema: Schema) -> dict[str, Any]:
-    """Column name -> the Spark type the engine reads an Iceberg column as."""
-    return {f.name: f.dataType for f in spark_schema_of(schema_to_pyarrow(schema, include_field_ids=False))}
 
 
 @dataclass
@@ -208,7 +201,7 @@ def _load_or_create(catalog: Any, identifier: str, source: DataFrame, options: I
             raise
     partition_fields = parse_partition_by(options.partition_by) if options.partition_by else []
     sort_fields = parse_sort_by(options.sort_by) if options.sort_by else []
-    arrow_schema = to_arrow_schema(source.schema, timezone="UTC")
+    arrow_schema = arrow_schema_of(source.schema)
     for column, _ in [*partition_fields, *[(c, None) for c, _ in sort_fields]]:
         if column not in arrow_schema.names:
             raise UserInputError(f"layout column {column!r} is not a source column; columns: {arrow_schema.names}")
@@ -235,7 +228,7 @@ def _load_or_create(catalog: Any, identifier: str, source: DataFrame, options: I
 def _check_source(table: Table, source: DataFrame, options: IngestOptions) -> SchemaCheck:
     """The schema check (delete mode: key columns only) and the key checks."""
     table_name = ".".join(table.name())
-    arrow_schema = to_arrow_schema(source.schema, timezone="UTC")
+    arrow_schema = arrow_schema_of(source.schema)
     schema_names = {f.name for f in table.schema().fields}
     unknown_keys = [k for k in options.key if k not in schema_names]
     if unknown_keys:
@@ -306,8 +299,8 @@ def _overwrite(job: _Job) -> SnapshotChange:
     written, outcome = job.written, job.outcome
     live = _live_data_files(table)
     if options.overwrite_filter is not None:
-        from spark_jobs.engine.read_session import open_read_session
-        from spark_jobs.engine.spark_scan import dataframe_from_session
+        from spark_jobs.engine.read.session import open_read_session
+        from spark_jobs.spark.scan import dataframe_from_session
 
         matching = open_read_session(table.catalog, table, row_filter=options.overwrite_filter)
         candidates = {s.path for task in matching.tasks for s in task.slices}
@@ -419,7 +412,7 @@ def _key_range_filter(batch_keys: DataFrame, key_schema: Schema) -> BooleanExpre
 
 def _files_that_may_hold_keys(table: Table, key: list[str], key_range: BooleanExpression) -> dict[str, Any]:
     """Whole data files the read planner keeps under ``key_range``, by path, with their position deletes attached."""
-    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.read.session import open_read_session
 
     session = open_read_session(table.catalog, table, columns=key, row_filter=key_range)
     return {

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from pyiceberg.types import StringType
 
-from spark_jobs.engine.errors import SnapshotNotFoundError, UserInputError
-from spark_jobs.engine.snapshots import parse_as_of, resolve_read_target, resolve_snapshot, schema_for_snapshot
+from spark_jobs.engine.shared.errors import SnapshotNotFoundError, UserInputError
+from spark_jobs.engine.table.snapshots import parse_as_of, resolve_read_target, resolve_snapshot, schema_for_snapshot
 from tests.support.conformance import CORPUS_DIR, load_queries
 
 TIME_TRAVEL_QUERIES = [q for q in load_queries() if q.snapshot_id is not None or q.as_of_timestamp_ms is not None]

@@ -33,11 +33,11 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from spark_jobs.engine.errors import CorruptFileError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.opener import read_data_file
-from spark_jobs.engine.schema_projection import constant_column, output_arrow_schema, project_column
-from spark_jobs.engine.tasks import DataFileSlice
+from spark_jobs.engine.parquet.schema_projection import constant_column, output_arrow_schema, project_column
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.errors import CorruptFileError
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int, nullable: bool = True) -> pa.Field:

@@ -22,7 +22,6 @@ from pyiceberg.schema import Schema
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_jobs.engine.write.write_context import (
     WriteContext,
@@ -30,6 +29,7 @@ from spark_jobs.engine.write.write_context import (
     write_equality_delete_rows,
     write_position_delete_rows,
 )
+from spark_jobs.spark.types import spark_schema_of
 
 FILE_COLUMN = "file"
 ORDINAL_COLUMN = "_partition_ordinal"
@@ -95,9 +95,9 @@ def key_positions(
 
     Rows an equality delete already removed are still listed (deleting them again is harmless).
     """
-    from spark_jobs.engine.metrics import ScanMetrics
     from spark_jobs.engine.parquet.opener import read_data_file
-    from spark_jobs.engine.tasks import DataFileSlice
+    from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+    from spark_jobs.engine.shared.metrics import ScanMetrics
     from spark_jobs.engine.write.arrow_schema import file_arrow_schema
 
     key_arrow = pa.schema([pa.field(f.name, f.type) for f in file_arrow_schema(key_schema)])
@@ -109,7 +109,7 @@ def key_positions(
             *key_arrow,
         ]
     )
-    spark_schema = from_arrow_schema(output_arrow)
+    spark_schema = spark_schema_of(output_arrow)
     if not files:
         return spark.createDataFrame([], spark_schema)
     payloads = [(pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL),) for f in files]

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.engine import spark_ingest
 from spark_jobs.engine.commit.producer import CommitConflictError
-from spark_jobs.engine.errors import UserInputError
-from spark_jobs.engine.read_session import open_read_session
-from spark_jobs.engine.spark_ingest import IngestOptions, ingest
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.spark import ingest as spark_ingest
+from spark_jobs.spark.ingest import IngestOptions, ingest
 
 CATALOG = "testing"
 UTC = datetime.UTC

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pyiceberg.manifest import FileFormat
 
-from spark_jobs.engine.planning.manifest_entries import (
+from spark_jobs.engine.table.manifest_entries import (
     content_offset,
     content_size_in_bytes,
     read_live_entries,

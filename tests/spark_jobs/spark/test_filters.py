@@ -18,7 +18,7 @@ from pyiceberg.expressions import (
 )
 from pyspark.sql import datasource as spark_ds
 
-from spark_jobs.engine.spark_filters import spark_filter_to_iceberg
+from spark_jobs.spark.filters import spark_filter_to_iceberg
 
 
 @pytest.mark.parametrize(

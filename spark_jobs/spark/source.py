@@ -6,9 +6,9 @@
 2. ``reader`` picks the reader class by the ``filter_pushdown`` option: Spark raises when a reader defines
    ``pushFilters`` while ``spark.sql.python.filterPushdown.enabled`` is false, so ``load`` passes that flag in.
 3. ``pushFilters`` accepts the Spark filters it can evaluate exactly with Iceberg semantics (see
-   ``spark_filters``) and hands the rest back to Spark; accepted ones join the row filter and drive pruning.
+   ``spark.filters``) and hands the rest back to Spark; accepted ones join the row filter and drive pruning.
 4. ``partitions`` plans the scan (pushed filters included); each ``ScanTask`` becomes one input partition.
-5. ``read`` runs a task with ``scan.read_task`` and yields Arrow record batches, no row-by-row conversion.
+5. ``read`` runs a task with ``read.task_scan.read_task`` and yields Arrow record batches, no row-by-row conversion.
 
 Spark 4 passes no column pruning to Python sources, so the projection is the ``columns`` option.
 """
@@ -24,14 +24,14 @@ from typing import Any
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.read_session import ReadSession, open_read_session
-from spark_jobs.engine.scan import ScanContext, read_task
-from spark_jobs.engine.spark_filters import spark_filter_to_iceberg
-from spark_jobs.engine.tasks import ScanTask
+from spark_jobs.engine.planning.scan_tasks import ScanTask
+from spark_jobs.engine.read.session import ReadSession, open_read_session
+from spark_jobs.engine.read.task_scan import ScanContext, read_task
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.spark.filters import spark_filter_to_iceberg
+from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 SOURCE_NAME = "iceberg_mor"
 log = logging.getLogger(__name__)
@@ -182,25 +182,6 @@ class FilterPushdownReader(MergeOnReadReader):
             self.pushed_filter = (
                 expression if isinstance(self.pushed_filter, AlwaysTrue) else And(self.pushed_filter, expression)
             )
-
-
-def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
-    """Spark's schema for the engine's Arrow output (timestamptz -> timestamp, timestamp -> timestamp_ntz)."""
-    plain = pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
-    return from_arrow_schema(plain)
-
-
-def spark_arrow_schema_of(arrow_schema: pa.Schema) -> pa.Schema:
-    """The exact Arrow schema Spark expects for the engine's output (Spark's own types, no field metadata)."""
-    return to_arrow_schema(spark_schema_of(arrow_schema), timezone="UTC")
-
-
-def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """The batch in the exact Arrow types Spark checks for (e.g. string where the engine produced large_string)."""
-    if batch.schema.equals(schema, check_metadata=False) and not batch.schema.metadata:
-        return batch
-    columns = [column.cast(field.type) for column, field in zip(batch.columns, schema, strict=True)]
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def register(spark: Any) -> None:

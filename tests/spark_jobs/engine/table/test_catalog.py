@@ -7,8 +7,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from spark_jobs.engine.catalog import load_catalog, load_table
-from spark_jobs.engine.errors import TableNotFoundError, UserInputError
+from spark_jobs.engine.shared.errors import TableNotFoundError, UserInputError
+from spark_jobs.engine.table.catalog import load_catalog, load_table
 
 
 def test_load_catalog_reads_environment_variables_set_after_import(tmp_path: Path, monkeypatch):

@@ -25,7 +25,7 @@ from pyiceberg.io.pyarrow import pyarrow_to_schema, schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
-from spark_jobs.engine.errors import CorruptFileError, UnsupportedFeatureError
+from spark_jobs.engine.shared.errors import CorruptFileError, UnsupportedFeatureError
 
 ArrowColumn = pa.Array | pa.ChunkedArray
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from spark_jobs.engine.planning.manifest_cache import cached_live_entries, cached_manifests, manifest_cache
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
 from spark_jobs.engine.planning.scan_planner import plan_scan
+from spark_jobs.engine.table.manifest_cache import cached_live_entries, cached_manifests, manifest_cache
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 from tests.spark_jobs.engine.deletes.delete_file_writers import RecordingFileIO
 
 

@@ -15,7 +15,7 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.table import Table
 from pyiceberg.utils.config import Config
 
-from spark_jobs.engine.errors import TableNotFoundError, UnsupportedFeatureError, UserInputError
+from spark_jobs.engine.shared.errors import TableNotFoundError, UnsupportedFeatureError, UserInputError
 
 # How many names an error message lists before it says "and N more".
 _NAMES_SHOWN = 20

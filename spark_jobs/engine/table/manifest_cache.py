@@ -14,8 +14,8 @@ from pyiceberg.manifest import ManifestEntry, ManifestFile
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.utils.concurrent import ExecutorFactory
 
-from spark_jobs.engine.bounded_cache import BoundedCache, max_bytes_from_environment
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.shared.bounded_cache import BoundedCache, max_bytes_from_environment
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_BYTES_ENV_VAR = "ICEBERG_MANIFEST_CACHE_MAX_BYTES"

@@ -1,10 +1,10 @@
 """Run a planned read on Spark as a DataFrame, with executor counters gathered back on the driver.
 
-Two routes share ``scan.read_task``:
+Two routes share ``read.task_scan.read_task``:
 - ``dataframe_from_session``: a DataFrame over an already planned ``ReadSession``: one Spark partition per scan
   task, read with ``mapInArrow``, counters summed by an accumulator. The read job and ``read.load`` use it; a query
   through it costs Spark about a third less than through a Python data source (BENCHMARKS.md).
-- ``dataframe_from_source``: the ``iceberg_mor`` Python data source (``spark_source``); ``read.load`` uses it when
+- ``dataframe_from_source``: the ``iceberg_mor`` Python data source (``spark.source``); ``read.load`` uses it when
   Spark's Python filter pushdown is on, so that Spark filters on the result are pushed into the engine.
 
 ``read_parallelism`` is the number of slots the scan should fill: Spark's default parallelism (its task slots).
@@ -23,10 +23,10 @@ from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, StructField, StructType
 
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.read_session import ReadSession
-from spark_jobs.engine.scan import read_task
-from spark_jobs.engine.spark_source import conform_batch, spark_arrow_schema_of, spark_schema_of
+from spark_jobs.engine.read.session import ReadSession
+from spark_jobs.engine.read.task_scan import read_task
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 TASK_ROWS_SCHEMA = StructType([StructField("task binary", BinaryType(), nullable=False)])  # a pickled ScanTask per row
 
@@ -87,7 +87,7 @@ def dataframe_from_source(spark: SparkSession, options: dict[str, Any], schema: 
 
     With ``schema`` (already known from planning on the driver) Spark skips asking the data source for it.
     """
-    from spark_jobs.engine.spark_source import SOURCE_NAME, register
+    from spark_jobs.spark.source import SOURCE_NAME, register
 
     register(spark)
     pushdown = python_filter_pushdown_enabled(spark)

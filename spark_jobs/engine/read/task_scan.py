@@ -24,10 +24,10 @@ from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.schema import Schema
 
 from spark_jobs.engine.deletes import load_deleted_positions, load_equality_deletes
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.parquet.opener import read_data_file
-from spark_jobs.engine.schema_projection import output_arrow_schema
-from spark_jobs.engine.tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.parquet.schema_projection import output_arrow_schema
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.shared.metrics import ScanMetrics
 
 IN_PROCESS_SLICE_THREADS = 2  # data file slices read at once by read_tasks_to_table
 

@@ -1,0 +1,11 @@
+"""The Spark adapters: the only package of ``spark_jobs`` (besides the entry points and ``job_support``) that
+imports pyspark. Each adapter runs the engine's work on Spark and keeps Spark's types at its edge.
+
+- ``types``: Spark <-> Arrow type conversion, in one place.
+- ``filters``: Spark filters pushed to the data source, translated to Iceberg expressions when exact.
+- ``source``: the ``iceberg_mor`` Python data source (planning on the driver, ``read.task_scan`` on executors).
+- ``scan``: a planned read as a DataFrame through ``mapInArrow``, counters gathered with an accumulator.
+- ``write``: executors write data and delete files with ``mapInArrow``; the table's key columns with positions.
+- ``ingest``: the ingest modes (append, overwrite, upsert, delete) and their one commit on the driver.
+- ``compact``: a bin-pack rewrite plan run on the executors, ``replace`` commits on the driver in batches.
+"""

@@ -1,0 +1,50 @@
+"""Spark and Arrow types, converted one way everywhere: the engine's Arrow output, Spark schemas, Iceberg schemas.
+
+The engine reads and writes Arrow with Iceberg's types; Spark checks the Arrow batches a Python function returns
+against its own types. Every conversion between the two goes through here:
+
+1. ``spark_schema_of``: Spark's schema for engine Arrow (timestamptz -> timestamp, timestamp -> timestamp_ntz).
+2. ``spark_arrow_schema_of``: the exact Arrow schema Spark expects back for that Spark schema.
+3. ``conform_batch``: an engine batch cast to that schema (e.g. large_string -> string).
+4. ``spark_types_of``: column name -> the Spark type the engine reads an Iceberg column as.
+5. ``arrow_schema_of``: the Arrow schema of a Spark schema (a DataFrame's), timestamps in UTC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.io.pyarrow import schema_to_pyarrow
+from pyiceberg.schema import Schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+
+def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
+    """Spark's schema for the engine's Arrow output (timestamptz -> timestamp, timestamp -> timestamp_ntz)."""
+    plain = pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
+    return from_arrow_schema(plain)
+
+
+def spark_arrow_schema_of(arrow_schema: pa.Schema) -> pa.Schema:
+    """The exact Arrow schema Spark expects for the engine's output (Spark's own types, no field metadata)."""
+    return to_arrow_schema(spark_schema_of(arrow_schema), timezone="UTC")
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """The batch in the exact Arrow types Spark checks for (e.g. string where the engine produced large_string)."""
+    if batch.schema.equals(schema, check_metadata=False) and not batch.schema.metadata:
+        return batch
+    columns = [column.cast(field.type) for column, field in zip(batch.columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def spark_types_of(schema: Schema) -> dict[str, Any]:
+    """Column name -> the Spark type the engine reads an Iceberg column as."""
+    return {f.name: f.dataType for f in spark_schema_of(schema_to_pyarrow(schema, include_field_ids=False))}
+
+
+def arrow_schema_of(spark_schema: StructType) -> pa.Schema:
+    """The Arrow schema of a Spark schema (a DataFrame's), timestamps with the UTC zone."""
+    return to_arrow_schema(spark_schema, timezone="UTC")
