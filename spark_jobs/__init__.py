@@ -1,1 +1,1 @@
-"""The Spark side: spark-submit entry points (``read.py`` ...) and the ``engine`` they run. Never imports Airflow."""
+"""The Spark side, never importing Airflow: the spark-submit entry points, the ``engine`` and its ``spark`` adapters."""
