@@ -44,6 +44,7 @@ from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 from spark_jobs.engine.parquet import opener
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
 from spark_jobs.engine.parquet.opener import read_data_file, row_group_start_offset
+from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.shared.metrics import ScanMetrics
 
@@ -271,7 +272,9 @@ def _comparable(value):
     layout=st.tuples(st.integers(3, 50), st.integers(1, 8), st.booleans()),  # row group size, rows per page, dictionary
 )
 def test_rows_match_the_oracle_exactly(tmp_path: Path, rows, filter_tree, data, layout) -> None:
+    # Every example writes the same path: two files with the same footer bytes would share remembered rejections.
     FOOTER_CACHE.clear()
+    rejected_rows_cache().clear()
     data_file = _write(tmp_path / "p.parquet", rows, *layout)
     deleted = np.array(sorted(data.draw(st.sets(st.integers(0, len(rows) - 1)))), dtype=np.int64)
     deleted_values = data.draw(st.frozensets(INTS, max_size=2))
