@@ -4,8 +4,8 @@ It imports pyiceberg, pyarrow and numpy, never Airflow and never pyspark (the Sp
 ``spark_jobs.spark``); executors import it too, so it stays light. Its root holds only subpackages, listed in the
 order data flows through them; each imports only from the ones listed before it (``shared`` from none):
 
-1. ``shared``: errors, scan metrics, the bounded process caches, the row predicate protocol.
-2. ``table``: catalog, snapshot choice, manifest entries and their process cache.
+1. ``shared``: errors, scan metrics, the bounded process caches, row predicates and deleted positions.
+2. ``table``: catalog, snapshot choice, manifest entries and their process cache, table properties.
 3. ``planning``: prune manifests and data files, attach the deletes that apply (``planning.delete_index``), split
    and pack into ``planning.scan_tasks.ScanTask`` values.
 4. ``parquet``: per data file, one access plan pruned in stages (range, statistics, bloom filter, page index),

@@ -26,9 +26,10 @@ from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
+from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import ScanTask
 from spark_jobs.engine.read.session import ReadSession, open_read_session
-from spark_jobs.engine.read.task_scan import ScanContext, read_task
+from spark_jobs.engine.read.task_scan import read_task
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.spark.filters import spark_filter_to_iceberg
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of

@@ -96,6 +96,7 @@ def key_positions(
     Rows an equality delete already removed are still listed (deleting them again is harmless).
     """
     from spark_jobs.engine.parquet.opener import read_data_file
+    from spark_jobs.engine.planning.scan_context import ScanContext
     from spark_jobs.engine.planning.scan_tasks import DataFileSlice
     from spark_jobs.engine.shared.metrics import ScanMetrics
     from spark_jobs.engine.write.arrow_schema import file_arrow_schema
@@ -113,11 +114,14 @@ def key_positions(
     if not files:
         return spark.createDataFrame([], spark_schema)
     payloads = [(pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL),) for f in files]
-    key_field_ids = tuple(f.field_id for f in key_schema.fields)
-    key_schema_json = key_schema.model_dump_json()
+    key_context = ScanContext(
+        read_schema_json=key_schema.model_dump_json(),
+        output_field_ids=tuple(f.field_id for f in key_schema.fields),
+        io_properties=context.io_properties,
+        table_location=context.table_location,
+    )
 
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        schema = Schema.model_validate_json(key_schema_json)
         for batch in batches:
             for payload in batch.column(0).to_pylist():
                 live: LiveDataFile = pickle.loads(payload)
@@ -135,15 +139,7 @@ def key_positions(
 
                     deleted = load_deleted_positions(live.with_deletes, io=context.io).positions
                 position = 0
-                for keys in read_data_file(
-                    whole_file,
-                    io=context.io,
-                    read_schema=schema,
-                    output_field_ids=key_field_ids,
-                    row_filter=None,
-                    deleted_positions=None,
-                    metrics=ScanMetrics(),
-                ):
+                for keys in read_data_file(whole_file, key_context, metrics=ScanMetrics()):
                     count = keys.num_rows
                     columns = [
                         pa.repeat(pa.scalar(live.path, pa.string()), count),

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.table.properties import int_property
 
 TARGET_FILE_SIZE_PROPERTY = "write.target-file-size-bytes"
 DEFAULT_TARGET_FILE_SIZE = 512 * 1024 * 1024
@@ -102,15 +103,9 @@ def _java_name(field_name: str) -> str:
 
 def _table_target(table_properties: Mapping[str, str]) -> int:
     """The table's write.target-file-size-bytes, or Java's default of 512 MiB."""
-    raw = table_properties.get(TARGET_FILE_SIZE_PROPERTY)
-    if raw is None:
-        return DEFAULT_TARGET_FILE_SIZE
-    try:
-        return int(raw)
-    except ValueError:
-        raise UserInputError(
-            f"table property {TARGET_FILE_SIZE_PROPERTY} must be an integer number of bytes, got {raw!r}"
-        ) from None
+    return int_property(
+        table_properties, TARGET_FILE_SIZE_PROPERTY, DEFAULT_TARGET_FILE_SIZE, expected="an integer number of bytes"
+    )
 
 
 def _check_sizes(target: int, minimum: int, maximum: int) -> None:

@@ -21,16 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.table import Table, TableProperties
 
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
-from spark_jobs.engine.parquet.name_mapping import NAME_MAPPING_PROPERTY
-from spark_jobs.engine.planning.scan_planner import ScanPlan
-from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.planning.scan_context import ScanContext
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
-from spark_jobs.engine.read.session import build_read_schema
-from spark_jobs.engine.read.task_scan import ScanContext, read_slice
+from spark_jobs.engine.read.session import build_scan_context
+from spark_jobs.engine.read.task_scan import read_slice
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.write_context import WriteContext, write_data_stream
 
@@ -77,24 +75,7 @@ def plan_rewrite_tasks(table: Table, groups: tuple[FileGroup, ...] | list[FileGr
 def rewrite_contexts(table: Table, plan: RewritePlan, tasks: list[RewriteTask]) -> RewriteContexts:
     """The scan and write contexts of a rewrite of ``table`` (module doc, step 2)."""
     schema = table.schema()
-    fields = list(schema.fields)
-    as_scan_plan = ScanPlan(
-        tasks=[ScanTask(task.slices) for task in tasks],
-        schema=schema,
-        snapshot=None,
-        row_filter=AlwaysTrue(),
-        bound_filter=AlwaysTrue(),
-        case_sensitive=True,
-        metrics=ScanMetrics(),
-    )
-    read_schema = build_read_schema(table, schema, fields, as_scan_plan)
-    scan = ScanContext(
-        read_schema_json=read_schema.model_dump_json(),
-        output_field_ids=tuple(field.field_id for field in fields),
-        io_properties=dict(table.io.properties),
-        table_location=table.metadata.location,
-        name_mapping_json=table.metadata.properties.get(NAME_MAPPING_PROPERTY),
-    )
+    scan = build_scan_context(table, schema, schema.fields, [data_file for task in tasks for data_file in task.slices])
     write = WriteContext.for_table(table)
     properties = {**write.properties, TableProperties.WRITE_TARGET_FILE_SIZE_BYTES: str(plan.write_max_file_size)}
     return RewriteContexts(scan=scan, write=dataclasses.replace(write, properties=properties))

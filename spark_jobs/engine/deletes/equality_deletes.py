@@ -37,8 +37,8 @@ from spark_jobs.engine.deletes.parquet_field_ids import column_at_path, field_id
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, EqualityDeleteFile
 from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.shared.row_predicate import PredicateKind
 
-EQUALITY_DELETE_KIND = "equality_delete"
 # Integer keys get a dense code table when it needs at most this many slots per key and in all (64 MiB of int64).
 _DENSE_SPAN_PER_KEY = 64
 _DENSE_MAX_SPAN = 1 << 23
@@ -91,9 +91,9 @@ class EqualityDeleteSet:
         return frozenset(self.equality_ids)
 
     @property
-    def kind(self) -> str:
-        """Always ``"equality_delete"`` (for metrics)."""
-        return EQUALITY_DELETE_KIND
+    def kind(self) -> PredicateKind:
+        """Always ``PredicateKind.EQUALITY_DELETE``."""
+        return PredicateKind.EQUALITY_DELETE
 
     @property
     def cache_identity(self) -> tuple[object, ...] | None:
@@ -103,7 +103,7 @@ class EqualityDeleteSet:
         """
         if not self.source_paths:
             return None
-        return (EQUALITY_DELETE_KIND, self.equality_ids, self.source_paths, self._key_type_names)
+        return (PredicateKind.EQUALITY_DELETE, self.equality_ids, self.source_paths, self._key_type_names)
 
     @property
     def nbytes(self) -> int:

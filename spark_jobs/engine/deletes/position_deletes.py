@@ -15,7 +15,6 @@ already attached only the deletes that apply (sequence numbers, partition); here
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +27,12 @@ from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
 from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
 from spark_jobs.engine.deletes.parquet_field_ids import field_id_paths
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, DeletionVector, PositionDeleteFile
+from spark_jobs.engine.shared.deleted_positions import (
+    NO_DELETED_POSITIONS,
+    DeletedPositions,
+    DeletedPositionsKind,
+    read_only,
+)
 from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 
@@ -36,34 +41,6 @@ POS_FIELD_ID = 2147483545
 _FILE_PATH_NAME = "file_path"
 _POS_NAME = "pos"
 _ENTRY_OVERHEAD_BYTES = 100
-
-DeletedPositionsKind = Literal["deletion_vectors", "position_deletes"]
-
-
-@dataclass(frozen=True)
-class DeletedPositions:
-    """Sorted unique int64 positions of a data file's deleted rows, and where they came from (None: no deletes).
-
-    ``positions`` is read-only: it may be shared with the process-wide cache.
-    """
-
-    positions: np.ndarray
-    kind: DeletedPositionsKind | None
-
-    @property
-    def count(self) -> int:
-        """How many rows of the data file are deleted."""
-        return int(self.positions.size)
-
-
-def _read_only(positions: np.ndarray) -> np.ndarray:
-    """The array marked read-only, so no caller can change what the cache holds."""
-    positions.flags.writeable = False
-    return positions
-
-
-NO_DELETED_POSITIONS = DeletedPositions(_read_only(np.empty(0, dtype=np.int64)), None)
-
 
 def load_deleted_positions(
     data_file: DataFileSlice,
@@ -84,14 +61,14 @@ def load_deleted_positions(
             raise EngineError(
                 f"deletion vector in {dv.path} references {dv.referenced_data_file}, not the data file {data_file.path}"
             )
-        return DeletedPositions(_cached_deletion_vector(dv, io, cache, metrics), "deletion_vectors")
+        return DeletedPositions(_cached_deletion_vector(dv, io, cache, metrics), DeletedPositionsKind.DELETION_VECTOR)
     if not data_file.position_deletes:
         return NO_DELETED_POSITIONS
     parts = [
         _positions_in_delete_file(data_file.path, delete_file, io, cache, metrics)
         for delete_file in data_file.position_deletes
     ]
-    return DeletedPositions(_read_only(_sorted_unique(np.concatenate(parts))), "position_deletes")
+    return DeletedPositions(read_only(_sorted_unique(np.concatenate(parts))), DeletedPositionsKind.POSITION_DELETES)
 
 
 def _sorted_unique(positions: np.ndarray) -> np.ndarray:
@@ -106,7 +83,7 @@ def _cached_deletion_vector(dv: DeletionVector, io: FileIO, cache: DeleteFileCac
     """A deletion vector's positions, read once per process (a split data file asks once per split)."""
 
     def load() -> tuple[np.ndarray, int]:
-        positions = _read_only(read_deletion_vector(dv, io=io))
+        positions = read_only(read_deletion_vector(dv, io=io))
         metrics.delete_bytes_read += dv.content_size_in_bytes
         return positions, positions.nbytes + _ENTRY_OVERHEAD_BYTES
 
@@ -249,7 +226,7 @@ def _group_positions_by_path(file_paths: pa.ChunkedArray, positions: np.ndarray)
         order = np.argsort(codes, kind="stable")
         codes = codes[order]
         positions = positions[order]
-    _read_only(positions)
+    read_only(positions)
     distinct_paths = encoded.dictionary.to_pylist()
     cuts = np.searchsorted(codes, np.arange(len(distinct_paths) + 1))
     return {

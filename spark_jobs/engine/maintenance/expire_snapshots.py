@@ -44,6 +44,7 @@ from spark_jobs.engine.commit.outcome import ReloadFailedError, StatusCheck, rel
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
 from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
 from spark_jobs.engine.shared.errors import EngineError, UserInputError
+from spark_jobs.engine.table.properties import int_property
 
 log = logging.getLogger(__name__)
 MAX_SNAPSHOT_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
@@ -115,9 +116,14 @@ def snapshots_to_expire(table: Table, *, older_than_ms: int | None = None, retai
     properties = table.properties
     now_ms = int(time.time() * 1000)
     if older_than_ms is None:
-        older_than_ms = now_ms - _int_property(properties, MAX_SNAPSHOT_AGE_PROPERTY, DEFAULT_MAX_SNAPSHOT_AGE_MS)
+        older_than_ms = now_ms - int_property(
+            properties,
+            MAX_SNAPSHOT_AGE_PROPERTY,
+            DEFAULT_MAX_SNAPSHOT_AGE_MS,
+            expected="an integer number of milliseconds",
+        )
     if retain_last is None:
-        retain_last = _int_property(properties, MIN_SNAPSHOTS_TO_KEEP_PROPERTY, DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
+        retain_last = int_property(properties, MIN_SNAPSHOTS_TO_KEEP_PROPERTY, DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
     if retain_last < 1:
         raise UserInputError(f"retain-last must be at least 1, got {retain_last}")
     retained: set[int] = set()
@@ -267,14 +273,3 @@ def _ancestors(metadata: TableMetadata, snapshot_id: int) -> list[Snapshot]:
         parent_id = current.parent_snapshot_id
         current = metadata.snapshot_by_id(parent_id) if parent_id is not None else None
     return chain
-
-
-def _int_property(properties: dict[str, str], key: str, default: int) -> int:
-    """An integer table property, or the default."""
-    raw = properties.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise UserInputError(f"table property {key} must be an integer, got {raw!r}") from None

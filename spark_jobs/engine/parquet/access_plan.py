@@ -14,12 +14,23 @@ Every pruning stage refines the same plan and never widens it:
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
 import numpy as np
 
-ALL_ROWS = "all"
+
+class WholeRowGroup(enum.Enum):
+    """The selection of a row group scanned whole (its one member, ``ALL_ROWS``)."""
+
+    ALL_ROWS = "all rows"
+
+
+ALL_ROWS = WholeRowGroup.ALL_ROWS
+RowSelection: TypeAlias = Literal[WholeRowGroup.ALL_ROWS] | np.ndarray
+"""What to read of a scanned row group: ``ALL_ROWS``, or a numpy boolean mask of the rows to keep."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +40,7 @@ class _DeletedRows:
     positions: np.ndarray
 
 
-_Selection = str | np.ndarray | _DeletedRows | None
+_Selection: TypeAlias = RowSelection | _DeletedRows | None
 
 
 class AccessPlan:
@@ -47,7 +58,7 @@ class AccessPlan:
         """True unless a stage has skipped this row group."""
         return self._selections[row_group] is not None
 
-    def selection(self, row_group: int) -> str | np.ndarray | None:
+    def selection(self, row_group: int) -> RowSelection | None:
         """None when skipped, ``ALL_ROWS`` when scanned whole, else a boolean mask of the rows to keep."""
         selection = self._selections[row_group]
         if isinstance(selection, _DeletedRows):
@@ -67,7 +78,7 @@ class AccessPlan:
             raise ValueError(
                 f"row selection of {len(keep)} rows for row group {row_group} of {self.row_group_num_rows[row_group]}"
             )
-        combined = keep if isinstance(current, str) else current & keep
+        combined = keep if current is ALL_ROWS else current & keep
         if not combined.any():
             self._selections[row_group] = None
         elif combined.all():
@@ -95,12 +106,12 @@ class AccessPlan:
             self._selections[row_group] = None if len(positions) >= num_rows else _DeletedRows(positions)
         return rows_before - self.selected_row_count(row_group)
 
-    def run_selection(self, row_groups: Sequence[int]) -> str | np.ndarray:
+    def run_selection(self, row_groups: Sequence[int]) -> RowSelection:
         """The selections of scanned row groups read one after the other: ``ALL_ROWS``, or one mask over them all."""
         selections = [self._selections[row_group] for row_group in row_groups]
         if any(selection is None for selection in selections):
             raise ValueError(f"row groups {list(row_groups)} include a skipped one")
-        if all(isinstance(selection, str) for selection in selections):
+        if all(selection is ALL_ROWS for selection in selections):
             return ALL_ROWS
         mask = np.ones(sum(self.row_group_num_rows[row_group] for row_group in row_groups), dtype=bool)
         offset = 0
@@ -122,7 +133,7 @@ class AccessPlan:
         selection = self._selections[row_group]
         if selection is None:
             return 0
-        if isinstance(selection, str):
+        if selection is ALL_ROWS:
             return self.row_group_num_rows[row_group]
         if isinstance(selection, _DeletedRows):
             return self.row_group_num_rows[row_group] - len(selection.positions)

@@ -21,8 +21,6 @@ from pyiceberg.table.name_mapping import MappedField, NameMapping, parse_mapping
 from spark_jobs.engine.parquet.file_columns import FIELD_ID_KEY
 from spark_jobs.engine.shared.errors import UnsupportedFeatureError
 
-NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
-
 
 def has_field_ids(arrow_schema: pa.Schema) -> bool:
     """Whether the file's top-level fields carry Iceberg field ids."""

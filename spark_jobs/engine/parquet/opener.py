@@ -21,7 +21,7 @@
    exactly those rows (deleted positions included).
 7. Yield record batches of at most ``batch_size`` rows with the output fields in order, in read-schema types.
 
-Counting: ``rows_deleted_by_position_deletes`` (or ``..._by_deletion_vectors``, per ``deleted_positions_kind``)
+Counting: ``rows_deleted_by_position_deletes`` (or ``..._by_deletion_vectors``, per ``DeletedPositions.kind``)
 counts deleted positions among rows the earlier stages kept; ``rows_deleted_by_equality_deletes`` counts rows that
 were not position-deleted and that an equality delete set removed (equality deletes run before filter conjuncts so
 this count does not depend on the filter, except through pruning).
@@ -34,11 +34,10 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.expressions import BooleanExpression
-from pyiceberg.io import FileIO, InputStream
+from pyiceberg.io import InputStream
 from pyiceberg.schema import Schema
 
-from spark_jobs.engine.parquet.access_plan import ALL_ROWS, AccessPlan
+from spark_jobs.engine.parquet.access_plan import AccessPlan
 from spark_jobs.engine.parquet.bloom_filter import prune_by_bloom_filters
 from spark_jobs.engine.parquet.file_columns import LeafColumn, file_leaf_columns
 from spark_jobs.engine.parquet.footer_cache import ParquetFooter, cached_footer, open_input
@@ -63,13 +62,13 @@ from spark_jobs.engine.parquet.row_filter import FilterConjunct, filter_conjunct
 from spark_jobs.engine.parquet.row_group_filter import FieldStatistics, prune_by_statistics
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns
 from spark_jobs.engine.parquet.row_selection import select_rows
-from spark_jobs.engine.parquet.schema_projection import file_schema_of, output_arrow_schema
+from spark_jobs.engine.parquet.schema_projection import file_schema_of
+from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
-from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.deleted_positions import NO_DELETED_POSITIONS, DeletedPositions, DeletedPositionsKind
 from spark_jobs.engine.shared.metrics import ScanMetrics
-from spark_jobs.engine.shared.row_predicate import RowPredicate
+from spark_jobs.engine.shared.row_predicate import PredicateKind, RowPredicate
 
-DELETED_POSITIONS_KINDS = ("position_deletes", "deletion_vectors")
 # Consecutive row groups without filter conjuncts are decoded by one call, up to this many compressed bytes of the
 # columns they need (one row group always): fewer, larger decoding calls, and bounded memory per call.
 RUN_MAX_COMPRESSED_BYTES = 8 * 1024 * 1024
@@ -77,38 +76,21 @@ RUN_MAX_COMPRESSED_BYTES = 8 * 1024 * 1024
 
 def read_data_file(
     data_file: DataFileSlice,
+    context: ScanContext,
     *,
-    io: FileIO,
-    read_schema: Schema,
-    output_field_ids: Sequence[int],
-    row_filter: BooleanExpression | None,
-    deleted_positions: np.ndarray | None,
+    deleted_positions: DeletedPositions = NO_DELETED_POSITIONS,
     row_predicates: Sequence[RowPredicate] = (),
     metrics: ScanMetrics,
-    batch_size: int = 131072,
-    deleted_positions_kind: str = "position_deletes",
-    name_mapping_json: str | None = None,
-    output_schema: pa.Schema | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Record batches of the slice's rows that match ``row_filter``, minus deleted rows, projected by field id.
+    """Record batches of the slice's rows that match the scan's filter, minus deleted rows, projected by field id.
 
-    ``name_mapping_json`` is the table's ``schema.name-mapping.default``, for files written without field ids.
-    ``output_schema`` is ``output_arrow_schema(read_schema, output_field_ids)`` when the caller has it already.
+    ``context`` gives the read schema, the output fields, the row filter, the FileIO, the batch size and the table's
+    name mapping (for files written without field ids); ``row_predicates`` are the equality delete sets.
     """
-    if deleted_positions_kind not in DELETED_POSITIONS_KINDS:
-        raise UserInputError(
-            f"deleted_positions_kind must be one of {DELETED_POSITIONS_KINDS}, got {deleted_positions_kind!r}"
-        )
-    top_level_ids = {field.field_id for field in read_schema.fields}
-    if not set(output_field_ids) <= top_level_ids:
-        raise UserInputError(
-            f"output field ids {sorted(set(output_field_ids) - top_level_ids)} are not top-level fields of the read "
-            f"schema (top-level ids: {sorted(top_level_ids)})"
-        )
-    if output_schema is None:
-        output_schema = output_arrow_schema(read_schema, output_field_ids)
-    filter_node = translate_filter(row_filter)
-    with open_input(io, data_file.path) as stream:
+    read_schema, output_schema = context.read_schema, context.output_schema
+    name_mapping_json = context.name_mapping_json
+    filter_node = translate_filter(context.bound_filter)
+    with open_input(context.io, data_file.path) as stream:
         footer, cache_hit, footer_bytes_read = cached_footer(stream, data_file.path, data_file.file_size_in_bytes)
         metrics.files_opened += 1
         metrics.footer_cache_hits += int(cache_hit)
@@ -126,8 +108,8 @@ def read_data_file(
             _prune_by_metadata(
                 plan, filter_node, footer=footer, field_statistics=field_statistics, stream=stream, metrics=metrics
             )
-        if deleted_positions is not None and len(deleted_positions):
-            _select_undeleted_rows(plan, deleted_positions, deleted_positions_kind, metrics)
+        if deleted_positions.count:
+            _select_undeleted_rows(plan, deleted_positions, metrics)
 
         native_file = isinstance(stream, pa.NativeFile)
         scanned = list(plan.scanned_row_groups())
@@ -141,7 +123,7 @@ def read_data_file(
         if row_predicates:
             _apply_remembered_rejections(plan, predicates_by_row_group, rejected_rows, metrics)
             scanned = [row_group for row_group in scanned if plan.should_scan(row_group)]
-        output_top_level_ids = list(output_field_ids)
+        output_top_level_ids = list(context.output_field_ids)
         units = _read_units(scanned, predicates_by_row_group, metadata, resolver, output_top_level_ids)
         # pre_buffer coalesces the column chunk reads of one call into few ranged reads: for object stores; on a
         # local disk it only adds a copy.
@@ -189,7 +171,7 @@ def read_data_file(
                 if table is None:
                     continue
                 metrics.rows_out += table.num_rows
-                yield from table.to_batches(max_chunksize=batch_size)
+                yield from table.to_batches(max_chunksize=context.batch_size)
         finally:
             decoded.close()  # a consumer that stops early: let decoding threads finish before the file closes
 
@@ -263,8 +245,8 @@ def _prune_by_metadata(
     prune_by_page_index(plan, filter_node, footer=footer, leaf_of_field=leaf_of_field, stream=stream, metrics=metrics)
 
 
-def _select_undeleted_rows(plan: AccessPlan, deleted_positions: np.ndarray, kind: str, metrics: ScanMetrics) -> None:
-    positions = np.asarray(deleted_positions, dtype=np.int64)
+def _select_undeleted_rows(plan: AccessPlan, deleted_positions: DeletedPositions, metrics: ScanMetrics) -> None:
+    positions = deleted_positions.positions
     for row_group in list(plan.scanned_row_groups()):
         first_row = plan.row_group_first_rows[row_group]
         row_count = plan.row_group_num_rows[row_group]
@@ -272,7 +254,7 @@ def _select_undeleted_rows(plan: AccessPlan, deleted_positions: np.ndarray, kind
         if low == high:
             continue
         removed = plan.delete_rows(row_group, positions[low:high] - first_row)
-        if kind == "deletion_vectors":
+        if deleted_positions.kind is DeletedPositionsKind.DELETION_VECTOR:
             metrics.rows_deleted_by_deletion_vectors += removed
         else:
             metrics.rows_deleted_by_position_deletes += removed
@@ -296,7 +278,7 @@ def _apply_remembered_rejections(
                 remaining.append(predicate)
                 continue
             removed = plan.delete_rows(row_group, positions.astype(np.int64))
-            if predicate.kind == "equality_delete":
+            if predicate.kind is PredicateKind.EQUALITY_DELETE:
                 metrics.rows_deleted_by_equality_deletes += removed
             else:
                 metrics.rows_pruned_by_late_materialization += removed
@@ -343,7 +325,7 @@ def _read_units(
 
 def _needs_late_materialization(predicates: Sequence[RowPredicate]) -> bool:
     """True when a filter conjunct is left: it may reject whole row groups, so read its columns first."""
-    return any(predicate.kind != "equality_delete" for predicate in predicates)
+    return any(predicate.kind is not PredicateKind.EQUALITY_DELETE for predicate in predicates)
 
 
 def _field_ids_of(predicates: Sequence[RowPredicate]) -> set[int]:
@@ -372,4 +354,4 @@ def _predicates_to_evaluate(
     return [*row_predicates, *(conjunct for conjunct in filter_conjuncts(filter_node) if not proven(conjunct))]
 
 
-__all__ = ["ALL_ROWS", "DELETED_POSITIONS_KINDS", "read_data_file", "row_group_start_offset"]
+__all__ = ["read_data_file", "row_group_start_offset"]

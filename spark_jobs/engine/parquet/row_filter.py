@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from spark_jobs.engine.parquet.access_plan import ALL_ROWS, RowSelection
 from spark_jobs.engine.parquet.predicates import (
     ColumnPredicate,
     FilterNode,
@@ -31,7 +32,7 @@ from spark_jobs.engine.parquet.predicates import (
 )
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns, as_array
 from spark_jobs.engine.shared.metrics import ScanMetrics
-from spark_jobs.engine.shared.row_predicate import RowPredicate
+from spark_jobs.engine.shared.row_predicate import PredicateKind, RowPredicate
 
 ArrowColumn = pa.Array | pa.ChunkedArray
 
@@ -177,9 +178,9 @@ class FilterConjunct:
         return referenced_field_ids(self.node)
 
     @property
-    def kind(self) -> str:
-        """Always ``"filter"``."""
-        return "filter"
+    def kind(self) -> PredicateKind:
+        """Always ``PredicateKind.FILTER``."""
+        return PredicateKind.FILTER
 
     @property
     def cache_identity(self) -> None:
@@ -210,7 +211,7 @@ def order_by_cost(
 
 def surviving_rows(
     columns: RowGroupColumns,
-    selection: str | np.ndarray | None,
+    selection: RowSelection | None,
     predicates: list[RowPredicate],
     resolver: FileColumnResolver,
     metrics: ScanMetrics,
@@ -224,7 +225,7 @@ def surviving_rows(
     can be kept (``on_whole_mask`` given, predicate with a ``cache_identity``). A predicate's answer on whole
     columns is handed to ``on_whole_mask`` (before anything else uses it), so it can be kept.
     """
-    alive = None if selection is None or isinstance(selection, str) else selection
+    alive = None if selection is None or selection is ALL_ROWS else selection
     if not predicates:
         return alive
     alive = None if alive is None else alive.copy()  # updated in place below
@@ -235,8 +236,8 @@ def surviving_rows(
         unread = [field_id for field_id in resolver.top_level_ids(field_ids) if field_id not in columns.columns]
         return resolver.compressed_bytes(row_group_metadata, unread)
 
-    deletes = [predicate for predicate in predicates if predicate.kind == "equality_delete"]
-    filters = [predicate for predicate in predicates if predicate.kind != "equality_delete"]
+    deletes = [predicate for predicate in predicates if predicate.kind is PredicateKind.EQUALITY_DELETE]
+    filters = [predicate for predicate in predicates if predicate.kind is not PredicateKind.EQUALITY_DELETE]
     row_count = columns.num_rows
     for predicate in [
         *order_by_cost(deletes, cost_of_fields),
@@ -261,7 +262,7 @@ def surviving_rows(
             keep = np.asarray(predicate.keep_mask(predicate_columns, len(alive_rows)), dtype=bool)
             alive[alive_rows] = keep
         removed = alive_count - int(np.count_nonzero(alive))
-        if predicate.kind == "equality_delete":
+        if predicate.kind is PredicateKind.EQUALITY_DELETE:
             metrics.rows_deleted_by_equality_deletes += removed
         else:
             metrics.rows_pruned_by_late_materialization += removed

@@ -10,6 +10,8 @@ Modules in the order a plan is built:
 4. ``scan_planner``: ``plan_scan`` ties them together and returns a ``ScanPlan``.
 5. ``scan_tasks``: what a plan hands to executors: data file slices, each with the delete file descriptors that
    apply to it, packed into ``ScanTask`` values.
+6. ``scan_context``: what every task of a scan shares (read schema, output fields, filter, FileIO); the per-file
+   reader takes it whole.
 """
 
 from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan

@@ -36,6 +36,7 @@ from itertools import pairwise
 
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.table.properties import int_property
 
 # Table properties and their defaults (Iceberg's TableProperties).
 SPLIT_SIZE_PROPERTY = "read.split.target-size"
@@ -45,6 +46,7 @@ ADAPTIVE_SPLIT_SIZE_PROPERTY = "read.split.adaptive-size.enabled"
 DEFAULT_SPLIT_SIZE = 128 * 1024 * 1024
 DEFAULT_OPEN_FILE_COST = 4 * 1024 * 1024
 DEFAULT_LOOKBACK = 10
+_BYTES = "an integer number of bytes"
 MIN_ADAPTIVE_SPLIT_SIZE = 16 * 1024 * 1024
 ADAPTIVE_SPLIT_SIZE_STEP = 1024 * 1024  # adaptive split sizes are whole MiB
 
@@ -76,9 +78,11 @@ class SplitSettings:
     ) -> SplitSettings:
         """Settings from the table's read.split.* properties, each overridden by an argument that is not None."""
         return cls(
-            split_size=_setting(split_size, properties, SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE),
-            open_file_cost=_setting(open_file_cost, properties, OPEN_FILE_COST_PROPERTY, DEFAULT_OPEN_FILE_COST),
-            lookback=_setting(lookback, properties, LOOKBACK_PROPERTY, DEFAULT_LOOKBACK),
+            split_size=_setting(split_size, properties, SPLIT_SIZE_PROPERTY, DEFAULT_SPLIT_SIZE, _BYTES),
+            open_file_cost=_setting(
+                open_file_cost, properties, OPEN_FILE_COST_PROPERTY, DEFAULT_OPEN_FILE_COST, _BYTES
+            ),
+            lookback=_setting(lookback, properties, LOOKBACK_PROPERTY, DEFAULT_LOOKBACK, "an integer number of bins"),
         )
 
 
@@ -195,14 +199,8 @@ class _Bin:
         return ScanTask(tuple(self.slices))
 
 
-def _setting(override: int | None, properties: Mapping[str, str], key: str, default: int) -> int:
+def _setting(override: int | None, properties: Mapping[str, str], key: str, default: int, expected: str) -> int:
     """An override, else the table property parsed as an integer, else the default."""
     if override is not None:
         return int(override)
-    raw = properties.get(key)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise UserInputError(f"table property {key} must be an integer number of bytes, got {raw!r}") from None
+    return int_property(properties, key, default, expected=expected)

@@ -12,26 +12,29 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-from pyiceberg.expressions import BooleanExpression
-from pyiceberg.expressions.visitors import extract_field_ids
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.expressions.visitors import bind, extract_field_ids
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import NestedField
 
-from spark_jobs.engine.parquet.name_mapping import NAME_MAPPING_PROPERTY
+from spark_jobs.engine.planning.scan_context import DEFAULT_BATCH_SIZE, ScanContext
 from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
-from spark_jobs.engine.planning.scan_tasks import ScanTask
-from spark_jobs.engine.read.task_scan import DEFAULT_BATCH_SIZE, ScanContext, read_tasks_to_table
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
+from spark_jobs.engine.read.task_scan import read_tasks_to_table
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.catalog import load_catalog, load_table
+from spark_jobs.engine.table.properties import NAME_MAPPING_PROPERTY
 from spark_jobs.engine.table.snapshots import resolve_read_target
 
 log = logging.getLogger(__name__)
+ALWAYS_TRUE = AlwaysTrue()
 
 # Equality-delete columns that are not in the read schema get internal names, so they can never clash with a
 # column of the same name (a dropped column re-added under a new field id).
@@ -103,15 +106,13 @@ def open_read_session(
         parallelism=parallelism,
         metrics=metrics,
     )
-    read_schema = build_read_schema(iceberg_table, target.schema, output_fields, plan)
-    context = ScanContext(
-        read_schema_json=read_schema.model_dump_json(),
-        output_field_ids=tuple(f.field_id for f in output_fields),
+    context = build_scan_context(
+        iceberg_table,
+        target.schema,
+        output_fields,
+        [data_file for task in plan.tasks for data_file in task.slices],
         row_filter=plan.row_filter,
         case_sensitive=case_sensitive,
-        io_properties=dict(iceberg_table.io.properties),
-        table_location=iceberg_table.metadata.location,
-        name_mapping_json=iceberg_table.metadata.properties.get(NAME_MAPPING_PROPERTY),
         batch_size=batch_size,
     )
     elapsed = time.perf_counter() - started
@@ -152,7 +153,41 @@ def select_output_fields(table_name: str, schema: Schema, columns: list[str] | t
     return [by_name[name] for name in columns]
 
 
-def build_read_schema(table: Table, schema: Schema, output_fields: list[NestedField], plan: ScanPlan) -> Schema:
+def build_scan_context(
+    table: Table,
+    schema: Schema,
+    output_fields: Sequence[NestedField],
+    slices: Sequence[DataFileSlice],
+    *,
+    row_filter: BooleanExpression = ALWAYS_TRUE,
+    case_sensitive: bool = True,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> ScanContext:
+    """The context of a scan of ``table`` at ``schema`` returning ``output_fields`` from the planned ``slices``.
+
+    The read schema is built as the module doc says (step 4); FileIO and name mapping are the table's.
+    """
+    bound_filter = row_filter if isinstance(row_filter, AlwaysTrue) else bind(schema, row_filter, case_sensitive)
+    read_schema = build_read_schema(table, schema, output_fields, bound_filter, slices)
+    return ScanContext(
+        read_schema_json=read_schema.model_dump_json(),
+        output_field_ids=tuple(f.field_id for f in output_fields),
+        row_filter=row_filter,
+        case_sensitive=case_sensitive,
+        io_properties=dict(table.io.properties),
+        table_location=table.metadata.location,
+        name_mapping_json=table.metadata.properties.get(NAME_MAPPING_PROPERTY),
+        batch_size=batch_size,
+    )
+
+
+def build_read_schema(
+    table: Table,
+    schema: Schema,
+    output_fields: Sequence[NestedField],
+    bound_filter: BooleanExpression,
+    slices: Sequence[DataFileSlice],
+) -> Schema:
     """Output fields, then top-level fields the filter needs, then equality-delete fields (see module doc)."""
     fields: list[NestedField] = list(output_fields)
     chosen = {f.field_id for f in fields}
@@ -163,10 +198,8 @@ def build_read_schema(table: Table, schema: Schema, output_fields: list[NestedFi
                 return top
         return None
 
-    filter_ids = extract_field_ids(plan.bound_filter)
-    equality_ids = {
-        fid for task in plan.tasks for s in task.slices for d in s.equality_deletes for fid in d.equality_ids
-    }
+    filter_ids = extract_field_ids(bound_filter)
+    equality_ids = {fid for s in slices for d in s.equality_deletes for fid in d.equality_ids}
     for field_id in sorted(filter_ids) + sorted(equality_ids - filter_ids):
         top = top_level_field_of(field_id)
         if top is not None:

@@ -18,6 +18,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from spark_jobs.engine.shared.integer_setting import parse_integer_setting
+
 V = TypeVar("V")
 
 
@@ -114,10 +116,6 @@ class BoundedCache:
 
 def max_bytes_from_environment(variable: str, default: int) -> int:
     """A cache bound from the environment variable ``variable`` when set, else ``default``."""
-    configured = os.environ.get(variable)
-    if configured is None:
-        return default
-    try:
-        return int(configured)
-    except ValueError:
-        raise ValueError(f"{variable} must be an integer number of bytes, got {configured!r}") from None
+    return parse_integer_setting(
+        os.environ.get(variable), default, name=variable, expected="an integer number of bytes", error=ValueError
+    )

@@ -9,11 +9,19 @@ of their columns). A predicate whose answer on an immutable file never changes (
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Hashable, Mapping
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
+
+
+class PredicateKind(enum.Enum):
+    """What a row predicate is: which counter its rejected rows add to, and whether it may reject whole row groups."""
+
+    FILTER = "filter"  # a row-filter conjunct
+    EQUALITY_DELETE = "equality_delete"  # an equality delete set
 
 
 @runtime_checkable
@@ -26,8 +34,8 @@ class RowPredicate(Protocol):
         ...
 
     @property
-    def kind(self) -> str:
-        """``"filter"`` for a row-filter conjunct, ``"equality_delete"`` for an equality delete set (for metrics)."""
+    def kind(self) -> PredicateKind:
+        """A row-filter conjunct or an equality delete set."""
         ...
 
     @property

@@ -6,4 +6,5 @@
    (read by planning, commit validation, compaction and maintenance).
 4. ``manifest_cache``: manifest lists and entries kept per process, bounded in bytes, so a repeated scan plans
    without reading metadata files again.
+5. ``properties``: the table properties the engine reads beyond pyiceberg's, and integer properties parsed one way.
 """

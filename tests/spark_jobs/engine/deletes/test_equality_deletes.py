@@ -33,7 +33,7 @@ from spark_jobs.engine.deletes.equality_deletes import EqualityDeleteSet, load_e
 from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
-from spark_jobs.engine.shared.row_predicate import RowPredicate
+from spark_jobs.engine.shared.row_predicate import PredicateKind, RowPredicate
 from tests.spark_jobs.engine.deletes.delete_file_writers import (
     corpus_query,
     data_file_slice,
@@ -68,7 +68,7 @@ def test_single_long_key(tmp_path: Path, io, cache: DeleteFileCache) -> None:
     delete_set = _load_one(tmp_path, io, cache, {("id", 1): pa.array([3, 5, 5, 9], pa.int64())}, {1: LongType()})
 
     assert isinstance(delete_set, RowPredicate)
-    assert delete_set.kind == "equality_delete"
+    assert delete_set.kind is PredicateKind.EQUALITY_DELETE
     assert delete_set.field_ids == frozenset({1})
     assert delete_set.key_count == 3
     assert _surviving(delete_set, {1: pa.array([1, 3, 5, 7, 9, None], pa.int64())}) == [
@@ -495,7 +495,7 @@ def test_bytes_read_from_storage_are_counted_once_then_served_from_the_cache(
 def test_cache_identity_names_the_field_ids_files_and_compared_types() -> None:
     keys = [pa.array([1, 2], pa.int64())]
     named = EqualityDeleteSet([1], keys, source_paths=["s3://b/eq-1.parquet"])
-    assert named.cache_identity == ("equality_delete", (1,), ("s3://b/eq-1.parquet",), ("int64",))
+    assert named.cache_identity == (PredicateKind.EQUALITY_DELETE, (1,), ("s3://b/eq-1.parquet",), ("int64",))
     as_int32 = EqualityDeleteSet([1], [pa.array([1, 2], pa.int32())], source_paths=["s3://b/eq-1.parquet"])
     assert as_int32.cache_identity != named.cache_identity  # compared in another type: another answer
     assert EqualityDeleteSet([1], keys).cache_identity is None  # no source paths: nothing names the keys

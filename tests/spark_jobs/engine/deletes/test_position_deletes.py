@@ -14,6 +14,7 @@ import pytest
 from spark_jobs.engine.deletes.cache import DeleteFileCache
 from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.deleted_positions import DeletedPositionsKind
 from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
 from tests.spark_jobs.engine.deletes.delete_file_writers import (
     RecordingFileIO,
@@ -37,7 +38,7 @@ def test_one_delete_file_for_several_data_files(tmp_path: Path, io, cache: Delet
         deleted = load_deleted_positions(
             data_file_slice(data_path, position_deletes=(delete_file,)), io=io, cache=cache
         )
-        assert deleted.kind == "position_deletes"
+        assert deleted.kind is DeletedPositionsKind.POSITION_DELETES
         assert deleted.positions.dtype == np.int64
         assert deleted.positions.tolist() == expected
 
@@ -58,7 +59,7 @@ def test_data_file_absent_from_the_delete_file_has_no_positions(tmp_path: Path, 
     deleted = load_deleted_positions(data_file_slice(DATA_B, position_deletes=(delete_file,)), io=io, cache=cache)
 
     assert deleted.positions.size == 0
-    assert deleted.kind == "position_deletes"
+    assert deleted.kind is DeletedPositionsKind.POSITION_DELETES
 
 
 def test_no_deletes_gives_no_positions_and_no_kind(io, cache: DeleteFileCache) -> None:
@@ -76,7 +77,7 @@ def test_deletion_vector_wins_over_position_delete_files(tmp_path: Path, io, cac
         data_file_slice(DATA_A, position_deletes=(delete_file,), deletion_vector=dv), io=io, cache=cache
     )
 
-    assert deleted.kind == "deletion_vectors"
+    assert deleted.kind is DeletedPositionsKind.DELETION_VECTOR
     assert deleted.positions.tolist() == [7, 1 << 32]
 
 
@@ -194,7 +195,9 @@ def test_java_written_deletes_leave_the_rows_java_counted(
         surviving += data_file.record_count - deleted.count
 
     assert surviving == expected_rows
-    expected_kind = "position_deletes" if table_name == "mor_v2_pos" else "deletion_vectors"
+    expected_kind = (
+        DeletedPositionsKind.POSITION_DELETES if table_name == "mor_v2_pos" else DeletedPositionsKind.DELETION_VECTOR
+    )
     assert expected_kind in kinds
     assert kinds <= {None, expected_kind}
 

@@ -17,7 +17,7 @@ def test_selections_combine_and_collapse() -> None:
     plan.select(1, np.zeros(3, dtype=bool))
     assert not plan.should_scan(1)
     plan.select(2, np.ones(2, dtype=bool))
-    assert plan.selection(2) == ALL_ROWS
+    assert plan.selection(2) is ALL_ROWS
     plan.skip(2)
     assert list(plan.scanned_row_groups()) == [0]
     assert plan.selected_row_count(0) == 2
@@ -49,11 +49,11 @@ def test_deleted_rows_stay_positions_until_a_mask_is_needed() -> None:
 
 def test_run_selection_is_one_mask_over_the_run() -> None:
     plan = AccessPlan([4, 3, 2])
-    assert plan.run_selection([0, 1, 2]) == ALL_ROWS
+    assert plan.run_selection([0, 1, 2]) is ALL_ROWS
     plan.delete_rows(0, np.array([2]))
     plan.select(2, np.array([False, True]))
     assert plan.run_selection([0, 1, 2]).tolist() == [True, True, False, True, True, True, True, False, True]
-    assert plan.run_selection([1]) == ALL_ROWS
+    assert plan.run_selection([1]) is ALL_ROWS
     plan.skip(1)
     with pytest.raises(ValueError, match="skipped"):
         plan.run_selection([0, 1])

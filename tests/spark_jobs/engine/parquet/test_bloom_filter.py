@@ -10,8 +10,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.expressions import EqualTo, In, Or
-from pyiceberg.expressions.visitors import bind
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, FixedType, LongType, NestedField, StringType, UUIDType
 
@@ -24,6 +22,7 @@ from spark_jobs.engine.parquet.bloom_filter import (
 from spark_jobs.engine.parquet.file_columns import file_leaf_columns
 from spark_jobs.engine.parquet.opener import read_data_file
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from tests.spark_jobs.engine.parquet.scan_contexts import scan_context
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:
@@ -131,15 +130,7 @@ def test_bloom_filters_prune_row_groups_where_statistics_cannot(write_data_file)
     ]
     for expression, expected in cases:
         metrics = ScanMetrics()
-        batches = read_data_file(
-            data_file,
-            io=PyArrowFileIO(),
-            read_schema=schema,
-            output_field_ids=[1],
-            row_filter=bind(schema, expression, case_sensitive=True),
-            deleted_positions=None,
-            metrics=metrics,
-        )
+        batches = read_data_file(data_file, scan_context(schema, [1], expression), metrics=metrics)
         assert sorted(value for batch in batches for value in batch.column(0).to_pylist()) == expected
         assert metrics.row_groups_pruned_by_statistics == 0
         assert metrics.row_groups_pruned_by_bloom_filter >= 10 - len(expected) - 1, expression
@@ -161,15 +152,7 @@ def test_uuid_and_decimal_columns_in_read_schema_probe_their_file_encoding(write
     for expression in (EqualTo("u", uuids[10]), In("d", [Decimal(10), Decimal(1999)])):
         metrics = ScanMetrics()
         batches = list(
-            read_data_file(
-                data_file,
-                io=PyArrowFileIO(),
-                read_schema=schema,
-                output_field_ids=[1, 2],
-                row_filter=bind(schema, expression, case_sensitive=True),
-                deleted_positions=None,
-                metrics=metrics,
-            )
+            read_data_file(data_file, scan_context(schema, [1, 2], expression), metrics=metrics)
         )
         assert sum(batch.num_rows for batch in batches) >= 1
         assert metrics.row_groups_pruned_by_statistics + metrics.row_groups_pruned_by_bloom_filter >= 8

@@ -36,8 +36,6 @@ from pyiceberg.expressions import (
     Or,
     StartsWith,
 )
-from pyiceberg.expressions.visitors import bind
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, LongType, NestedField, StringType
 
@@ -46,7 +44,10 @@ from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
 from spark_jobs.engine.parquet.opener import read_data_file, row_group_start_offset
 from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.deleted_positions import DeletedPositionsKind
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.shared.row_predicate import PredicateKind
+from tests.spark_jobs.engine.parquet.scan_contexts import FSSPEC_IO, deleted_positions, scan_context
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:
@@ -206,8 +207,8 @@ class DeleteIntValues:
         return frozenset((1,))
 
     @property
-    def kind(self) -> str:
-        return "equality_delete"
+    def kind(self) -> PredicateKind:
+        return PredicateKind.EQUALITY_DELETE
 
     @property
     def cache_identity(self) -> tuple[object, ...]:
@@ -242,19 +243,24 @@ def _write(path: Path, rows: list[tuple], row_group_size: int, rows_per_page: in
     return DataFileSlice(f"file:{path}", size, len(rows), 0, length=size)
 
 
-def _read_all(data_file: DataFileSlice, expression, deleted, predicates=(), output=(4, 1, 2, 3), **kwargs):
+def _read_all(
+    data_file: DataFileSlice,
+    expression,
+    deleted,
+    predicates=(),
+    output=(4, 1, 2, 3),
+    *,
+    kind=DeletedPositionsKind.POSITION_DELETES,
+    **kwargs,
+):
     metrics = ScanMetrics()
     batches = list(
         read_data_file(
             data_file,
-            io=PyArrowFileIO(),
-            read_schema=READ_SCHEMA,
-            output_field_ids=list(output),
-            row_filter=bind(READ_SCHEMA, expression, case_sensitive=True) if expression is not None else None,
-            deleted_positions=deleted,
+            scan_context(READ_SCHEMA, output, expression, **kwargs),
+            deleted_positions=deleted_positions(deleted, kind),
             row_predicates=predicates,
             metrics=metrics,
-            **kwargs,
         )
     )
     return batches, metrics
@@ -306,7 +312,7 @@ def test_counts_without_a_filter_are_exact(tmp_path: Path) -> None:
     assert metrics.rows_deleted_by_position_deletes == 5
     # Position 0 is both position- and equality-deleted: counted once, as a position delete.
     assert metrics.rows_deleted_by_equality_deletes == 20 - 1
-    _, dv_metrics = _read_all(data_file, None, deleted, deleted_positions_kind="deletion_vectors")
+    _, dv_metrics = _read_all(data_file, None, deleted, kind=DeletedPositionsKind.DELETION_VECTOR)
     assert dv_metrics.rows_deleted_by_deletion_vectors == 5
     assert dv_metrics.rows_deleted_by_position_deletes == 0
 
@@ -528,13 +534,9 @@ def test_a_consumer_stopping_early_closes_cleanly(tmp_path: Path) -> None:
     metrics = ScanMetrics()
     batches = read_data_file(
         data_file,
-        io=PyArrowFileIO(),
-        read_schema=READ_SCHEMA,
-        output_field_ids=[4],
-        row_filter=None,
-        deleted_positions=np.array([3], dtype=np.int64),
+        scan_context(READ_SCHEMA, [4], batch_size=7),
+        deleted_positions=deleted_positions(np.array([3], dtype=np.int64)),
         metrics=metrics,
-        batch_size=7,
     )
     first = next(batches)
     batches.close()
@@ -573,15 +575,7 @@ def test_filter_on_a_struct_child_prunes_and_respects_null_parents(tmp_path: Pat
         (Or(LessThan("point.x", 3), EqualTo("id", 50)), [1, 2, 50]),
     ]:
         metrics = ScanMetrics()
-        batches = read_data_file(
-            data_file,
-            io=PyArrowFileIO(),
-            read_schema=schema,
-            output_field_ids=[1],
-            row_filter=bind(schema, expression, case_sensitive=True),
-            deleted_positions=None,
-            metrics=metrics,
-        )
+        batches = read_data_file(data_file, scan_context(schema, [1], expression), metrics=metrics)
         assert [value for batch in batches for value in batch.column(0).to_pylist()] == expected, expression
         if expression == GreaterThanOrEqual("point.x", 60):
             assert metrics.row_groups_pruned_by_statistics == 2
@@ -605,15 +599,7 @@ def test_predicates_on_the_sort_column_run_first(tmp_path: Path) -> None:
         metrics = ScanMetrics()
         for _ in range(2):  # the second read finds the footer cached: it counts column bytes only
             metrics = ScanMetrics()
-            batches = read_data_file(
-                data_file,
-                io=PyArrowFileIO(),
-                read_schema=schema,
-                output_field_ids=[3],
-                row_filter=bind(schema, expression, case_sensitive=True),
-                deleted_positions=None,
-                metrics=metrics,
-            )
+            batches = read_data_file(data_file, scan_context(schema, [3], expression), metrics=metrics)
             assert list(batches) == []
         return metrics.bytes_read
 
@@ -631,14 +617,10 @@ def test_python_file_objects_take_the_single_threaded_path(tmp_path: Path) -> No
     expected = [p for p, (_, _, s) in enumerate(rows) if s == "v3" and p not in (3, 13)]
     for expression in (None, EqualTo("s", "v3")):
         metrics = ScanMetrics()
+        context = scan_context(READ_SCHEMA, [4, 3], expression, io_properties=FSSPEC_IO)
+        assert isinstance(context.io, FsspecFileIO)
         batches = read_data_file(
-            data_file,
-            io=FsspecFileIO({}),
-            read_schema=READ_SCHEMA,
-            output_field_ids=[4, 3],
-            row_filter=bind(READ_SCHEMA, expression, case_sensitive=True) if expression is not None else None,
-            deleted_positions=np.array([3, 13], dtype=np.int64),
-            metrics=metrics,
+            data_file, context, deleted_positions=deleted_positions(np.array([3, 13], dtype=np.int64)), metrics=metrics
         )
         rows_out = [row for batch in batches for row in batch.to_pylist()]
         if expression is None:

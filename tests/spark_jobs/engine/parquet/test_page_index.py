@@ -8,8 +8,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.expressions import And, EqualTo, GreaterThanOrEqual, IsNull, LessThan, Or
-from pyiceberg.expressions.visitors import bind
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
@@ -18,6 +16,7 @@ from spark_jobs.engine.parquet.footer_cache import read_footer
 from spark_jobs.engine.parquet.opener import read_data_file
 from spark_jobs.engine.parquet.page_index import page_index_locations, read_column_pages
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from tests.spark_jobs.engine.parquet.scan_contexts import scan_context
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:
@@ -62,15 +61,7 @@ def test_column_and_offset_index_decode_per_page(tmp_path: Path) -> None:
 
 def _read(data_file, expression) -> tuple[list[int], ScanMetrics]:
     metrics = ScanMetrics()
-    batches = read_data_file(
-        data_file,
-        io=PyArrowFileIO(),
-        read_schema=SCHEMA,
-        output_field_ids=[1],
-        row_filter=bind(SCHEMA, expression, case_sensitive=True),
-        deleted_positions=None,
-        metrics=metrics,
-    )
+    batches = read_data_file(data_file, scan_context(SCHEMA, [1], expression), metrics=metrics)
     return [value for batch in batches for value in batch.column(0).to_pylist()], metrics
 
 
@@ -102,15 +93,7 @@ def test_page_index_skips_whole_row_groups_statistics_keep(write_data_file) -> N
     schema = Schema(NestedField(1, "k", LongType(), required=False))
     metrics = ScanMetrics()
     batches = list(
-        read_data_file(
-            data_file,
-            io=PyArrowFileIO(),
-            read_schema=schema,
-            output_field_ids=[1],
-            row_filter=bind(schema, EqualTo("k", 3000), case_sensitive=True),
-            deleted_positions=None,
-            metrics=metrics,
-        )
+        read_data_file(data_file, scan_context(schema, [1], EqualTo("k", 3000)), metrics=metrics)
     )
     assert batches == []
     assert metrics.row_groups_pruned_by_statistics == 0

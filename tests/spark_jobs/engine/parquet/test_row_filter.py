@@ -31,7 +31,7 @@ from pyiceberg.types import DoubleType, FloatType, LongType, NestedField, String
 
 from spark_jobs.engine.parquet.predicates import ColumnPredicate, translate_filter
 from spark_jobs.engine.parquet.row_filter import evaluate_rows, filter_conjuncts, leaf_keep_mask, order_by_cost
-from spark_jobs.engine.shared.row_predicate import RowPredicate
+from spark_jobs.engine.shared.row_predicate import PredicateKind, RowPredicate
 
 SCHEMA = Schema(
     NestedField(1, "x", LongType(), required=False),
@@ -112,7 +112,7 @@ def test_filter_conjuncts_split_the_top_level_and() -> None:
     node = translate_filter(bind(SCHEMA, EqualTo("x", 1) & (IsNull("s") | EqualTo("d", 1.0)), True))
     conjuncts = filter_conjuncts(node)
     assert [conjunct.field_ids for conjunct in conjuncts] == [frozenset({1}), frozenset({2, 3})]
-    assert all(isinstance(conjunct, RowPredicate) and conjunct.kind == "filter" for conjunct in conjuncts)
+    assert all(isinstance(conjunct, RowPredicate) and conjunct.kind is PredicateKind.FILTER for conjunct in conjuncts)
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.expressions import And, EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, NotEqualTo, NotNull
-from pyiceberg.expressions.visitors import bind
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import DecimalType, DoubleType, LongType, NestedField, StringType, TimestamptzType
 
@@ -18,6 +16,7 @@ from spark_jobs.engine.parquet.file_columns import file_leaf_columns
 from spark_jobs.engine.parquet.opener import read_data_file
 from spark_jobs.engine.parquet.row_group_filter import statistics_bounds
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from tests.spark_jobs.engine.parquet.scan_contexts import scan_context
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:
@@ -27,15 +26,7 @@ def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:
 def _read(data_file, schema: Schema, expression, output_ids=(1,)) -> tuple[pa.Table, ScanMetrics]:
     metrics = ScanMetrics()
     batches = list(
-        read_data_file(
-            data_file,
-            io=PyArrowFileIO(),
-            read_schema=schema,
-            output_field_ids=list(output_ids),
-            row_filter=bind(schema, expression, case_sensitive=True),
-            deleted_positions=None,
-            metrics=metrics,
-        )
+        read_data_file(data_file, scan_context(schema, output_ids, expression), metrics=metrics)
     )
     return pa.Table.from_batches(batches) if batches else pa.table({}), metrics
 

@@ -11,7 +11,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
     BinaryType,
@@ -34,10 +33,11 @@ from pyiceberg.types import (
 )
 
 from spark_jobs.engine.parquet.opener import read_data_file
-from spark_jobs.engine.parquet.schema_projection import constant_column, output_arrow_schema, project_column
+from spark_jobs.engine.parquet.schema_projection import constant_column, project_column
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.shared.errors import CorruptFileError
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from tests.spark_jobs.engine.parquet.scan_contexts import scan_context
 
 
 def _field(name: str, arrow_type: pa.DataType, field_id: int, nullable: bool = True) -> pa.Field:
@@ -53,19 +53,9 @@ def _write(tmp_path: Path, table: pa.Table, name: str = "old.parquet") -> DataFi
 
 def _read(data_file: DataFileSlice, read_schema: Schema, output_ids: list[int] | None = None, **kwargs) -> pa.Table:
     output_ids = output_ids or [field.field_id for field in read_schema.fields]
-    batches = list(
-        read_data_file(
-            data_file,
-            io=PyArrowFileIO(),
-            read_schema=read_schema,
-            output_field_ids=output_ids,
-            row_filter=None,
-            deleted_positions=None,
-            metrics=ScanMetrics(),
-            **kwargs,
-        )
-    )
-    return pa.Table.from_batches(batches, schema=output_arrow_schema(read_schema, output_ids))
+    context = scan_context(read_schema, output_ids, **kwargs)
+    batches = list(read_data_file(data_file, context, metrics=ScanMetrics()))
+    return pa.Table.from_batches(batches, schema=context.output_schema)
 
 
 def test_renamed_reordered_added_and_readded_columns_resolve_by_field_id(tmp_path: Path) -> None:
