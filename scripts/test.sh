@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# README command 2: set everything up, then run the whole test suite (real Spark, PostgreSQL and Airflow).
+# README command 2: set everything up, then lint (ruff), type-check (mypy) and run the whole test suite (pytest:
+# real Spark, PostgreSQL and Airflow).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # PostgreSQL's server binaries for the PostgreSQL fixture (Debian package postgresql).
@@ -17,4 +18,5 @@ cd "$ROOT"
 # second virtualenv, built once per machine under ~/.cache/airflow-iceberg-provider.
 python -m tests.support.java_env build >/dev/null
 ruff check .
+mypy
 exec python -m pytest "$@"

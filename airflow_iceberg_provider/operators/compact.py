@@ -84,7 +84,8 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         self.max_concurrent_file_group_rewrites = max_concurrent_file_group_rewrites
         self.partial_progress = partial_progress
         self.max_commits = max_commits
-        self.dry_run = dry_run
+        # Not ``self.dry_run``: that name is BaseOperator's method (render templates only).
+        self.plan_only = dry_run
 
     def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
         """``--catalog --table`` and the compaction options that are set."""
@@ -99,6 +100,6 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         if self.partial_progress:
             arguments.append("--partial-progress")
             arguments += flag_arguments([("--max-commits", self.max_commits)])
-        if self.dry_run:
+        if self.plan_only:
             arguments.append("--dry-run")
         return arguments

@@ -59,7 +59,8 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
         self.allow_short_retention = allow_short_retention
         self.older_than = older_than
         self.retain_last = retain_last
-        self.dry_run = dry_run
+        # Not ``self.dry_run``: that name is BaseOperator's method (render templates only).
+        self.report_only = dry_run
 
     def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
         """The action, then ``--catalog --table`` and the options that are set."""
@@ -74,6 +75,6 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
         )
         if self.allow_short_retention:
             arguments.append("--allow-short-retention")
-        if self.dry_run:
+        if self.report_only:
             arguments.append("--dry-run")
         return arguments

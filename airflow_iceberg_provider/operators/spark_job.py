@@ -109,7 +109,8 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
 
     # ---- execution ------------------------------------------------------------------------------------------
 
-    def execute(self, context: Context) -> dict[str, Any] | None:
+    # SparkSubmitOperator declares execute -> None; Airflow pushes whatever execute returns as the XCom.
+    def execute(self, context: Context) -> dict[str, Any] | None:  # type: ignore[override]
         """Submit the job, then return its final JSON line (the XCom value) or fail with its reason."""
         self.prepare_submission(context)
         try:

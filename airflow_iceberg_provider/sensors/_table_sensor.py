@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, conf
+from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException
 from airflow.triggers.base import BaseTrigger
 
@@ -45,6 +45,10 @@ class IcebergTableSensor(BaseSensorOperator):
     def catalog_hook(self) -> IcebergCatalogHook:
         """The hook to the table's catalog."""
         return IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id, catalog_name=self.catalog)
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        """One look at the table: done or not, and the XCom value when done."""
+        raise NotImplementedError
 
     def trigger(self) -> BaseTrigger:
         """The trigger that waits for the same condition in the triggerer."""

@@ -86,7 +86,8 @@ class IcebergCatalogSnapshotTrigger(IcebergTableSnapshotTrigger):
 
     def __init__(self, *, catalog_name: str | None = None, iceberg_conn_id: str | None = None, **kwargs: Any):
         super().__init__(iceberg_conn_id=iceberg_conn_id or "", **kwargs)
-        self.iceberg_conn_id = iceberg_conn_id
+        # None (pyiceberg's configuration) where the official trigger, which always names a connection, has a str.
+        self.iceberg_conn_id = iceberg_conn_id  # type: ignore[assignment]
         self.catalog_name = catalog_name
 
     def serialize(self) -> tuple[str, dict[str, Any]]:

@@ -26,6 +26,9 @@ from pyiceberg.expressions import (
 )
 from pyspark.sql import datasource as spark_ds
 
+# pyiceberg's predicates take (term, literal) positionally through their own __init__; the signature pydantic
+# generates, which is what mypy sees, has keyword fields only. Calls below are checked against the real one by the
+# tests, and marked ``type: ignore[call-arg, misc]`` for mypy.
 _COMPARISONS: dict[type, type] = {
     spark_ds.EqualTo: EqualTo,
     spark_ds.GreaterThan: GreaterThan,
@@ -33,6 +36,13 @@ _COMPARISONS: dict[type, type] = {
     spark_ds.LessThan: LessThan,
     spark_ds.LessThanOrEqual: LessThanOrEqual,
 }
+_COMPARISON_FILTERS = (
+    spark_ds.EqualTo,
+    spark_ds.GreaterThan,
+    spark_ds.GreaterThanOrEqual,
+    spark_ds.LessThan,
+    spark_ds.LessThanOrEqual,
+)
 
 
 def _exact_literal(value: Any) -> bool:
@@ -56,25 +66,25 @@ def spark_filter_to_iceberg(spark_filter: spark_ds.Filter) -> BooleanExpression 
     column = _column(getattr(spark_filter, "attribute", ()))
     if column is None:
         return None
-    comparison = _COMPARISONS.get(type(spark_filter))
-    if comparison is not None:
+    if isinstance(spark_filter, _COMPARISON_FILTERS):
         value = spark_filter.value
-        return comparison(column, value) if value is not None and _exact_literal(value) else None
+        exact = value is not None and _exact_literal(value)
+        return _COMPARISONS[type(spark_filter)](column, value) if exact else None
     if isinstance(spark_filter, spark_ds.EqualNullSafe):
         if spark_filter.value is None:
-            return IsNull(column)
-        return EqualTo(column, spark_filter.value) if _exact_literal(spark_filter.value) else None
+            return IsNull(column)  # type: ignore[call-arg, misc]
+        return EqualTo(column, spark_filter.value) if _exact_literal(spark_filter.value) else None  # type: ignore[call-arg, misc]
     if isinstance(spark_filter, spark_ds.In):
         values = tuple(spark_filter.value)
         if not values or not all(v is not None and _exact_literal(v) for v in values):
             return None
-        return In(column, values)
+        return In(column, values)  # type: ignore[call-arg, misc]
     if isinstance(spark_filter, spark_ds.IsNull):
-        return IsNull(column)
+        return IsNull(column)  # type: ignore[call-arg, misc]
     if isinstance(spark_filter, spark_ds.IsNotNull):
-        return NotNull(column)
+        return NotNull(column)  # type: ignore[call-arg, misc]
     if isinstance(spark_filter, spark_ds.StringStartsWith):
-        return StartsWith(column, spark_filter.value) if isinstance(spark_filter.value, str) else None
+        return StartsWith(column, spark_filter.value) if isinstance(spark_filter.value, str) else None  # type: ignore[call-arg, misc]
     return None
 
 
@@ -84,9 +94,9 @@ def _negation(child: spark_ds.Filter) -> BooleanExpression | None:
     if column is None:
         return None
     if isinstance(child, spark_ds.IsNull):
-        return NotNull(column)
+        return NotNull(column)  # type: ignore[call-arg, misc]
     if isinstance(child, spark_ds.IsNotNull):
-        return IsNull(column)
+        return IsNull(column)  # type: ignore[call-arg, misc]
     if isinstance(child, spark_ds.EqualTo) and child.value is not None and _exact_literal(child.value):
-        return NotEqualTo(column, child.value)
+        return NotEqualTo(column, child.value)  # type: ignore[call-arg, misc]
     return None

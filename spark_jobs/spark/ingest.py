@@ -47,6 +47,7 @@ from pyspark.sql import functions as F  # noqa: N812
 
 from spark_jobs.engine.commit.committer import (
     CommitOutcomeUnknownError,
+    CommitResult,
     already_committed_result,
     commit_change,
     require_writable_format,
@@ -57,7 +58,7 @@ from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.shared.errors import TableNotFoundError, UserInputError
 from spark_jobs.engine.table.catalog import load_catalog, load_table
-from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries
 from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.job_files import delete_leftovers
 from spark_jobs.engine.write.schema_check import SchemaCheck, check_schema
@@ -117,7 +118,9 @@ class _Job:
     outcome: _Outcome
 
 
-def ingest(spark: SparkSession, catalog_name: str, identifier: str, source: DataFrame, options: IngestOptions) -> dict:
+def ingest(
+    spark: SparkSession, catalog_name: str, identifier: str, source: DataFrame, options: IngestOptions
+) -> dict[str, Any]:
     """Run one ingest (module doc) and return the job's result."""
     check_options(options)
     outcome = _Outcome()
@@ -133,7 +136,7 @@ def ingest(spark: SparkSession, catalog_name: str, identifier: str, source: Data
                 "idempotency key %r already committed in snapshot %s", options.idempotency_key, earlier.snapshot_id
             )
             settled_quietly(table)  # a record an earlier, undecided try of this key left is decided now
-            return _result(table_name, options, already_committed_result(earlier), [], [], [], outcome)
+            return _result(table_name, options, already_committed_result(earlier), outcome)
     start_snapshot = table.current_snapshot()
     start_id = start_snapshot.snapshot_id if start_snapshot else None
     checked = _check_source(table, source, options)
@@ -170,12 +173,7 @@ def ingest(spark: SparkSession, catalog_name: str, identifier: str, source: Data
         raise
     committed = set() if result is None or result.already_committed else {item["file_path"] for item in written}
     delete_leftovers(context.table_location, context.write_id, committed, table.io)
-    if result is None:
-        return _result(table_name, options, None, [], [], [], outcome, start_id=start_id)
-    added_data = [item for item in written if item["content"] == 0] if not result.already_committed else []
-    added_deletes = [item for item in written if item["content"] != 0] if not result.already_committed else []
-    removed = _removed_files(change) if not result.already_committed else []
-    return _result(table_name, options, result, added_data, added_deletes, removed, outcome)
+    return _result(table_name, options, result, outcome, start_id=start_id)
 
 
 def check_options(options: IngestOptions) -> None:
@@ -256,7 +254,7 @@ def _check_required_columns(table_name: str, source: DataFrame, required: list[s
     if not present:
         return
     counts = source.agg(*[F.count(F.when(F.col(f"`{name}`").isNull(), 1)).alias(name) for name in present]).first()
-    with_nulls = {name: counts[name] for name in present if counts[name]}
+    with_nulls = {name: counts[name] for name in present if counts is not None and counts[name]}
     if with_nulls:
         detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
         raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
@@ -264,10 +262,9 @@ def _check_required_columns(table_name: str, source: DataFrame, required: list[s
 
 def _check_keys(table_name: str, source: DataFrame, key: list[str], *, unique: bool) -> None:
     """No key column may be null; in an upsert no key may occur twice."""
-    null_condition = None
-    for column in key:
-        condition = F.col(f"`{column}`").isNull()
-        null_condition = condition if null_condition is None else null_condition | condition
+    null_condition = F.col(f"`{key[0]}`").isNull()
+    for column in key[1:]:
+        null_condition = null_condition | F.col(f"`{column}`").isNull()
     nulls = source.filter(null_condition).count()
     if nulls:
         raise UserInputError(f"{nulls} source row(s) have a null in key column(s) {key} (table {table_name})")
@@ -293,7 +290,7 @@ def _write(job: _Job) -> SnapshotChange | None:
     return _row_level(job)
 
 
-def _overwrite(job: _Job) -> SnapshotChange:
+def _overwrite(job: _Job) -> SnapshotChange | None:
     """Overwrite by filter (matching rows replaced) or dynamically (the new data's partitions replaced)."""
     spark, table, rows, options, context = job.spark, job.table, job.rows, job.options, job.context
     written, outcome = job.written, job.outcome
@@ -406,7 +403,9 @@ def _key_range_filter(batch_keys: DataFrame, key_schema: Schema) -> BooleanExpre
     condition: BooleanExpression = AlwaysTrue()
     for index, name in enumerate(bounded):
         low, high = bounds[index], bounds[len(bounded) + index]
-        condition = And(condition, And(GreaterThanOrEqual(name, low), LessThanOrEqual(name, high)))
+        # pyiceberg's predicates take (term, literal) positionally; the pydantic signature mypy sees does not.
+        at_least, at_most = GreaterThanOrEqual(name, low), LessThanOrEqual(name, high)  # type: ignore[call-arg, misc]
+        condition = And(condition, And(at_least, at_most))
     return condition
 
 
@@ -449,7 +448,7 @@ def _live_data_files(table: Table) -> list[_LiveFile]:
                     data_file.file_size_in_bytes,
                     data_file.record_count,
                     data_file.spec_id,
-                    tuple(data_file.partition),
+                    partition_values(data_file),
                     data_file,
                 )
             )
@@ -460,12 +459,15 @@ def _partition_of(live: _LiveFile) -> tuple:
     return live.partition
 
 
-def _removed_files(change: SnapshotChange) -> list[str]:
-    return sorted(change.removed_data_file_paths)
-
-
-def _result(table_name, options, result, added_data, added_deletes, removed, outcome, start_id=None) -> dict:  # noqa: PLR0917
-    """The job's final JSON object."""
+def _result(
+    table_name: str,
+    options: IngestOptions,
+    result: CommitResult | None,
+    outcome: _Outcome,
+    *,
+    start_id: int | None = None,
+) -> dict[str, Any]:
+    """The job's final JSON object; without a commit (nothing to write), the snapshot the job started from."""
     summary = result.summary if result else {}
     return {
         "status": "ok",

@@ -92,7 +92,7 @@ def test_nightly_compaction_is_gated_by_the_sensor(dag_bag: DagBag) -> None:
         "expire_snapshots",
         "remove_orphan_files",
     ]
-    assert dag.get_task("plan_compaction").dry_run
+    assert dag.get_task("plan_compaction").plan_only
     assert dag.get_task("compaction_needed").soft_fail
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.refs import MAIN_BRANCH
+from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.utils.properties import property_as_int
 
 from spark_jobs.engine.commit.conflicts import validate_concurrent_commits
@@ -310,7 +311,7 @@ def _delete_unreferenced(table: Table, change: SnapshotChange, earlier: Committe
     return delete_quietly(table, [path for path in change.written_file_paths if path not in referenced])
 
 
-def _result(snapshot, *, already_committed: bool, attempts: int) -> CommitResult:
+def _result(snapshot: Snapshot, *, already_committed: bool, attempts: int) -> CommitResult:
     summary = snapshot.summary.model_dump() if snapshot.summary is not None else {}
     return CommitResult(
         snapshot_id=snapshot.snapshot_id,

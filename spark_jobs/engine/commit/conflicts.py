@@ -15,15 +15,16 @@ Unsafe raises ``CommitConflictError`` naming the concurrent snapshot and what it
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
 from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.table.manifest_entries import read_live_entries, referenced_data_file
+from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries, referenced_data_file
 
 
 def validate_concurrent_commits(
@@ -38,7 +39,7 @@ def validate_concurrent_commits(
     for snapshot in concurrent:
         for entry in _added_entries(table, snapshot):
             data_file = entry.data_file
-            partition = (data_file.spec_id, tuple(data_file.partition))
+            partition = (data_file.spec_id, partition_values(data_file))
             if data_file.content == DataFileContent.DATA and (
                 change.no_new_data_in_partitions is None or partition in change.no_new_data_in_partitions
             ):
@@ -101,21 +102,26 @@ def _live_data_file_paths(table: Table, snapshot: Snapshot | None) -> Iterator[s
 
 def _partitions_of_removed_files(
     table: Table, change: SnapshotChange, starting_snapshot_id: int | None
-) -> set[tuple[int, tuple]]:
+) -> set[tuple[int, tuple[Any, ...]]]:
     if not (change.no_new_deletes_for_removed_files and change.removed_data_file_paths):
         return set()
     start = table.metadata.snapshot_by_id(starting_snapshot_id) if starting_snapshot_id is not None else None
-    partitions = set()
+    partitions: set[tuple[int, tuple[Any, ...]]] = set()
     for manifest in start.manifests(table.io) if start else []:
         if manifest.content != ManifestContent.DATA:
             continue
         for entry in read_live_entries(manifest, table.io):
             if entry.data_file.file_path in change.removed_data_file_paths:
-                partitions.add((entry.data_file.spec_id, tuple(entry.data_file.partition)))
+                partitions.add((entry.data_file.spec_id, partition_values(entry.data_file)))
     return partitions
 
 
-def _may_delete_from(delete_file, change: SnapshotChange, partition, removed_partitions) -> bool:
+def _may_delete_from(
+    delete_file: DataFile,
+    change: SnapshotChange,
+    partition: tuple[int, tuple[Any, ...]],
+    removed_partitions: set[tuple[int, tuple[Any, ...]]],
+) -> bool:
     target = referenced_data_file(delete_file)
     if target is not None:
         return target in change.removed_data_file_paths

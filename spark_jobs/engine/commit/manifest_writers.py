@@ -65,7 +65,9 @@ def data_file_type(format_version: TableVersion, partition: NestedField | None =
         else:
             fields.append(field)
     if all(field.field_id != REFERENCED_DATA_FILE_FIELD_ID for field in fields):
-        fields.append(DATA_FILE_TYPE[3].field(REFERENCED_DATA_FILE_FIELD_ID))  # same definition in v2 and v3
+        referenced_data_file = DATA_FILE_TYPE[3].field(REFERENCED_DATA_FILE_FIELD_ID)  # same definition in v2 and v3
+        assert referenced_data_file is not None  # pyiceberg's v3 data_file struct defines it
+        fields.append(referenced_data_file)
     return StructType(*fields)
 
 

@@ -19,8 +19,10 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pyiceberg.io import OutputFile
 from pyiceberg.manifest import (
     DataFile,
     ManifestContent,
@@ -55,6 +57,9 @@ from spark_jobs.engine.shared.errors import EngineError
 from spark_jobs.engine.table.manifest_entries import read_live_entries
 
 log = logging.getLogger(__name__)
+
+# Writes one manifest of the given content and partition spec id holding the entries.
+ManifestWrite = Callable[[ManifestContent, int, list[ManifestEntry]], ManifestFile]
 
 
 class CommitConflictError(EngineError):
@@ -101,7 +106,7 @@ class SnapshotProducer:
         built = BuiltSnapshot(snapshot=None, updates=(), requirements=())  # type: ignore[arg-type]
         manifest_counter = iter(range(1_000_000))
 
-        def new_output(name: str):
+        def new_output(name: str) -> OutputFile:
             path = table.location_provider().new_metadata_location(name)
             built.written_paths.append(path)
             return table.io.new_output(path)
@@ -150,6 +155,9 @@ class SnapshotProducer:
                 parent_snapshot_id=parent.snapshot_id if parent else None,
                 ref_name=self.branch,
                 type=SnapshotRefType.BRANCH,
+                max_ref_age_ms=None,
+                max_snapshot_age_ms=None,
+                min_snapshots_to_keep=None,
             ),
             *self._key_updates(metadata, snapshot_id),
         )
@@ -160,7 +168,9 @@ class SnapshotProducer:
         )
         return built
 
-    def _carried_manifests(self, table, parent, snapshot_id, built, write) -> list[ManifestFile]:
+    def _carried_manifests(
+        self, table: Table, parent: Snapshot | None, snapshot_id: int, built: BuiltSnapshot, write: ManifestWrite
+    ) -> list[ManifestFile]:
         """The parent's manifests with live files; those holding removed files rewritten (see module doc)."""
         if parent is None:
             missing = self.change.removed_data_file_paths | self.change.removed_delete_file_paths
@@ -211,7 +221,7 @@ class SnapshotProducer:
             )
         return carried
 
-    def _added_manifests(self, snapshot_id: int, write) -> list[ManifestFile]:
+    def _added_manifests(self, snapshot_id: int, write: ManifestWrite) -> list[ManifestFile]:
         """ADDED entries for the new data and delete files, one manifest per content and partition spec."""
         groups: dict[tuple[ManifestContent, int], list[ManifestEntry]] = defaultdict(list)
         for content, files in (

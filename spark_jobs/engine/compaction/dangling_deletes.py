@@ -46,7 +46,8 @@ class DeleteUsage:
 def delete_keys(candidate: RewriteCandidate) -> list[DeleteKey]:
     """The keys of the delete files that apply to one data file."""
     deletes = candidate.deletes
-    keys: list[DeleteKey] = [(d.path, None) for d in (*deletes.position_deletes, *deletes.equality_deletes)]
+    keys: list[DeleteKey] = [(d.path, None) for d in deletes.position_deletes]
+    keys += [(d.path, None) for d in deletes.equality_deletes]
     if deletes.deletion_vector is not None:
         keys.append((deletes.deletion_vector.path, deletes.deletion_vector.content_offset))
     return keys

@@ -69,7 +69,8 @@ class FileGroup:
         paths: set[str] = set()
         for candidate in self.files:
             deletes = candidate.deletes
-            paths.update(d.path for d in (*deletes.position_deletes, *deletes.equality_deletes))
+            paths.update(d.path for d in deletes.position_deletes)
+            paths.update(d.path for d in deletes.equality_deletes)
             if deletes.deletion_vector is not None:
                 paths.add(deletes.deletion_vector.path)
         return paths

@@ -69,7 +69,7 @@ def starting_sequence_number(table: Table, plan: RewritePlan) -> int:
             f"table {plan.table_name}: snapshot {plan.snapshot_id} the rewrite was planned on is no longer in the "
             "table's metadata; nothing committed"
         )
-    return snapshot.sequence_number
+    return snapshot.sequence_number or 0  # None only in format v1, whose sequence numbers are all 0
 
 
 def replace_change(

@@ -14,6 +14,7 @@ already attached only the deletes that apply (sequence numbers, partition); here
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,7 +122,7 @@ def _positions_in_delete_file(
     for row_group in footer.row_groups_that_may_hold(data_file_path):
         positions_by_path = cache.get_or_load(
             ("position_delete_row_group", delete_file.path, row_group),
-            lambda row_group=row_group: _load_row_group(delete_file, footer, row_group, io, metrics),
+            functools.partial(_load_row_group, delete_file, footer, row_group, io, metrics),
         )
         found = positions_by_path.get(data_file_path)
         if found is not None:

@@ -38,7 +38,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
-from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID, RemoveSnapshotsUpdate
+from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID, RemoveSnapshotsUpdate, TableRequirement
 
 from spark_jobs.engine.commit.outcome import ReloadFailedError, StatusCheck, reload_with_retries
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
@@ -185,7 +185,7 @@ def _commit_expiration(
         expired_ids = snapshots_to_expire(table, older_than_ms=older_than_ms, retain_last=retain_last)
         if not expired_ids:
             return before, before
-        requirements = (
+        requirements: tuple[TableRequirement, ...] = (
             AssertTableUUID(uuid=before.table_uuid),
             *(AssertRefSnapshotId(ref=name, snapshot_id=ref.snapshot_id) for name, ref in before.refs.items()),
         )

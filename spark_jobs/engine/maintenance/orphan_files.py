@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pyarrow.fs import FileSelector, FileType
+from pyiceberg.io import FileIO
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 
@@ -130,7 +131,9 @@ def _held_files(table: Table, *, dry_run: bool) -> set[str]:
     return {normalize_location(path) for path in settle_pending_commits(table).held_files}
 
 
-def _reachable_since(before: TableMetadata, after: TableMetadata, metadata_location: str | None, io) -> set[str]:
+def _reachable_since(
+    before: TableMetadata, after: TableMetadata, metadata_location: str | None, io: FileIO
+) -> set[str]:
     """Normalized locations ``after`` references through snapshots or manifests ``before`` did not have."""
     known_snapshots = {snapshot.snapshot_id for snapshot in before.snapshots}
     new_snapshots = [s for s in after.snapshots if s.snapshot_id not in known_snapshots]

@@ -265,9 +265,9 @@ class _RowGroupBloomProbe:
             if len(predicate.literals) <= _BLOCK_READ_MAX_LITERALS:
                 self.filters[leaf.index] = open_bloom_filter(self.stream, chunk, self.source, self.metrics)
             else:  # many literals touch many blocks: one read of the whole bitset is cheaper
-                bloom_filter, bytes_read = read_bloom_filter(self.stream, chunk, self.source)
+                whole_filter, bytes_read = read_bloom_filter(self.stream, chunk, self.source)
                 self.metrics.bytes_read += bytes_read
-                self.filters[leaf.index] = bloom_filter
+                self.filters[leaf.index] = whole_filter
         bloom_filter = self.filters[leaf.index]
         if bloom_filter is None:
             return True

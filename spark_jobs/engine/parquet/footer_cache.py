@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ class ParquetFooter:
     metadata: pq.FileMetaData
     footer_bytes: bytes  # the Thrift-encoded FileMetaData, without length and magic
     # Values derived lazily from the footer (page index locations, file schema), cached with it.
-    derived: dict[str, Any] = field(default_factory=dict)
+    derived: dict[Hashable, Any] = field(default_factory=dict)
 
     @property
     def size_in_bytes(self) -> int:

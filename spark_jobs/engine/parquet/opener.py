@@ -29,7 +29,7 @@ this count does not depend on the filter, except through pruning).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -160,6 +160,7 @@ def read_data_file(
         # Decode the next units on helper threads while this one is consumed (each call has its own reader and
         # counters). Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
         read_ahead = len(units) > 1 and native_file
+        decoded: Generator[tuple[pa.Table | None, ScanMetrics], None, None]
         if read_ahead:
             decoded = map_ahead(lambda unit: decode_unit(unit, ScanMetrics()), units)
         else:

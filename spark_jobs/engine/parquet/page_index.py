@@ -173,9 +173,10 @@ def _row_group_page_selection(
         return np.logical_and.reduce(present) if present else None
 
     def any_of(masks: list[np.ndarray | None]) -> np.ndarray | None:
-        if any(mask is None for mask in masks):
+        present = [mask for mask in masks if mask is not None]
+        if len(present) < len(masks):
             return None
-        return np.logical_or.reduce(masks)
+        return np.logical_or.reduce(present)
 
     def constant(value: bool) -> np.ndarray | None:
         return None if value else np.zeros(row_count, dtype=bool)

@@ -142,8 +142,8 @@ def _translate(expression: BooleanExpression) -> FilterNode:
     raise InvalidFilterError(f"row filter must be bound to the read schema, got {expression!r}")
 
 
-def _flatten(node: FilterNode, kind: type) -> tuple[FilterNode, ...]:
-    return node.children if isinstance(node, kind) else (node,)  # type: ignore[attr-defined]
+def _flatten(node: FilterNode, kind: type[AllOf] | type[AnyOf]) -> tuple[FilterNode, ...]:
+    return node.children if isinstance(node, kind) else (node,)
 
 
 def split_conjuncts(node: FilterNode) -> list[FilterNode]:

@@ -15,18 +15,22 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 READ_AHEAD_THREADS = 3  # row groups decoded concurrently (3 beat 2 and 4 on the read benchmark, 2 cores)
 T = TypeVar("T")
+Unit = TypeVar("Unit")
 
 
-def map_ahead(decode: Callable[[int], T], row_groups: list[int]) -> Iterator[T]:
-    """``map(decode, row_groups)`` in order, with up to ``READ_AHEAD_THREADS`` row groups decoding ahead."""
+def map_ahead(decode: Callable[[Unit], T], row_groups: list[Unit]) -> Generator[T, None, None]:
+    """``map(decode, row_groups)`` in order, with up to ``READ_AHEAD_THREADS`` row groups decoding ahead.
+
+    A row group may be a unit of several row groups decoded by one call.
+    """
     pool = _read_ahead_pool()
-    pending: deque[Future] = deque()
+    pending: deque[Future[T]] = deque()
     try:
         for row_group in row_groups:
             pending.append(pool.submit(decode, row_group))

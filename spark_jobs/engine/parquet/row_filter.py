@@ -31,10 +31,9 @@ from spark_jobs.engine.parquet.predicates import (
     split_conjuncts,
 )
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns, as_array
+from spark_jobs.engine.parquet.schema_projection import ArrowColumn
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.shared.row_predicate import PredicateKind, RowPredicate
-
-ArrowColumn = pa.Array | pa.ChunkedArray
 
 
 def evaluate_rows(node: FilterNode, columns: Mapping[int, ArrowColumn], num_rows: int) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-ArrowColumn = pa.Array | pa.ChunkedArray
+from spark_jobs.engine.parquet.schema_projection import ArrowColumn
 
 
 def select_rows(column: ArrowColumn, keep: np.ndarray) -> ArrowColumn:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 from pyiceberg.io.pyarrow import pyarrow_to_schema, schema_to_pyarrow
@@ -27,7 +27,7 @@ from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructT
 
 from spark_jobs.engine.shared.errors import CorruptFileError, UnsupportedFeatureError
 
-ArrowColumn = pa.Array | pa.ChunkedArray
+ArrowColumn: TypeAlias = pa.Array | pa.ChunkedArray  # a decoded column, in one piece or in chunks
 
 
 def file_schema_of(arrow_schema: pa.Schema, path: str) -> Schema:

@@ -34,7 +34,12 @@ from pyiceberg.types import NestedField
 from spark_jobs.engine.planning.equality_delete_bounds import can_contain_equality_deletes, equality_fields
 from spark_jobs.engine.planning.scan_tasks import DeletionVector, EqualityDeleteFile, PositionDeleteFile
 from spark_jobs.engine.shared.errors import CorruptFileError
-from spark_jobs.engine.table.manifest_entries import content_offset, content_size_in_bytes, referenced_data_file
+from spark_jobs.engine.table.manifest_entries import (
+    content_offset,
+    content_size_in_bytes,
+    partition_values,
+    referenced_data_file,
+)
 
 # Field id of the ``file_path`` column of position delete files (spec: reserved field ids).
 DELETE_FILE_PATH_FIELD_ID = 2147483546
@@ -243,9 +248,7 @@ class DeleteFileIndex:
 
 def partition_key(content_file: DataFile) -> PartitionKey:
     """The (spec id, partition tuple) a data or delete file belongs to; NaN partition values compare equal."""
-    partition = content_file.partition
-    values = tuple(partition[position] for position in range(len(partition))) if partition is not None else ()
-    return content_file.spec_id, tuple(_NAN if _is_nan(value) else value for value in values)
+    return content_file.spec_id, tuple(_NAN if _is_nan(value) else value for value in partition_values(content_file))
 
 
 def _is_nan(value: Any) -> bool:

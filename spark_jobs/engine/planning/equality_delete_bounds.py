@@ -58,7 +58,7 @@ def can_contain_equality_deletes(data_file: DataFile, delete_file: DataFile, fie
 def _bound(bounds: dict[int, bytes] | None, field: NestedField) -> Any:
     """The decoded bound of ``field``, or None when absent or not decodable."""
     raw = (bounds or {}).get(field.field_id)
-    if raw is None:
+    if raw is None or not isinstance(field.field_type, PrimitiveType):
         return None
     try:
         return from_bytes(field.field_type, raw)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from spark_jobs.engine.shared.errors import UserInputError
+
+Default = TypeVar("Default", int, int | None)
 
 
 def parse_integer_setting(
     raw: str | None,
-    default: int,
+    default: Default,
     *,
     name: str,
     expected: str = "an integer",
     error: type[Exception] = UserInputError,
-) -> int:
+) -> int | Default:
     """``raw`` as an int, ``default`` when unset; otherwise ``error("<name> must be <expected>, got <raw>")``."""
     if raw is None:
         return default

@@ -12,6 +12,8 @@ pyiceberg's reader and the v3 entry schema (a superset: v1 and v2 manifests read
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyiceberg.avro.file import AvroFile
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
@@ -52,6 +54,12 @@ def content_offset(data_file: DataFile) -> int | None:
     return data_file[_CONTENT_OFFSET] if len(data_file) > _CONTENT_OFFSET else None
 
 
+def partition_values(content_file: DataFile) -> tuple[Any, ...]:
+    """A data or delete file's partition (pyiceberg's ``Record``) as a plain, hashable tuple."""
+    partition = content_file.partition
+    return tuple(partition[position] for position in range(len(partition))) if partition is not None else ()
+
+
 def content_size_in_bytes(data_file: DataFile) -> int | None:
     """The byte length of a deletion vector's blob (spec field 145)."""
     return data_file[_CONTENT_SIZE_IN_BYTES] if len(data_file) > _CONTENT_SIZE_IN_BYTES else None
@@ -59,7 +67,7 @@ def content_size_in_bytes(data_file: DataFile) -> int | None:
 
 def _inherit(entry: ManifestEntry, manifest: ManifestFile) -> ManifestEntry:
     """Fill what an entry inherits from its manifest (spec: sequence number inheritance) and return it."""
-    if entry.snapshot_id is None:
+    if entry.snapshot_id is None and manifest.added_snapshot_id is not None:
         entry.snapshot_id = manifest.added_snapshot_id
     inherits_sequence_numbers = manifest.sequence_number == 0 or entry.status == ManifestEntryStatus.ADDED
     if entry.sequence_number is None and inherits_sequence_numbers:

@@ -52,6 +52,7 @@ def describe_file(
 
 def to_data_file(described: dict[str, Any]) -> DataFile:
     """The pyiceberg ``DataFile`` of a file described by ``describe_file``."""
+    statistics: dict[str, Any] = {key: described.get(key) for key in _STATISTICS_KEYS}
     data_file = DataFile.from_args(
         _table_format_version=3,  # the v3 layout keeps referenced_data_file and the deletion vector fields
         content=DataFileContent(described["content"]),
@@ -66,7 +67,7 @@ def to_data_file(described: dict[str, Any]) -> DataFile:
         content_offset=described.get("content_offset"),
         content_size_in_bytes=described.get("content_size_in_bytes"),
         spec_id=described["spec_id"],
-        **{key: described.get(key) for key in _STATISTICS_KEYS},
+        **statistics,
     )
     data_file.spec_id = described["spec_id"]
     return data_file

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from pyarrow import fs
+from pyiceberg.io import FileIO
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,7 @@ def files_of_write(table_location: str, write_id: str) -> list[str]:
     return found
 
 
-def delete_leftovers(table_location: str, write_id: str, keep: set[str], io) -> list[str]:
+def delete_leftovers(table_location: str, write_id: str, keep: set[str], io: FileIO) -> list[str]:
     """Delete the write's files that are not in ``keep`` (the committed ones); returns the paths deleted."""
     deleted = []
     for path in files_of_write(table_location, write_id):

@@ -27,8 +27,8 @@ from pyiceberg.io.pyarrow import (
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties
-from pyiceberg.utils.properties import property_as_int
 
+from spark_jobs.engine.table.properties import int_property
 from spark_jobs.engine.write.file_entries import describe_file
 
 BLOOM_FILTER_PREFIX = "write.parquet.bloom-filter-enabled.column."
@@ -36,6 +36,7 @@ DEFAULT_CODEC = "zstd"
 # A chunk is at most this many rows; the rows per chunk also follow the target size.
 _MAX_CHUNK_ROWS = 1_048_576
 
+_BYTES = "an integer number of bytes"
 
 @dataclass(frozen=True)
 class FileTarget:
@@ -75,10 +76,11 @@ class RollingParquetWriter:
     ) -> None:
         self._target = target
         self._schema = schema
-        self._target_bytes = property_as_int(
+        self._target_bytes = int_property(
             target.properties,
             TableProperties.WRITE_TARGET_FILE_SIZE_BYTES,
             TableProperties.WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT,
+            expected=_BYTES,
         )
         self._row_bytes = row_bytes
         self._bloom_ndv = bloom_ndv
@@ -90,10 +92,11 @@ class RollingParquetWriter:
     @property
     def chunk_rows(self) -> int:
         """Rows per row group: the row group limit, at most what fits the target size (module doc, step 2)."""
-        row_group_rows = property_as_int(
+        row_group_rows = int_property(
             self._target.properties,
             TableProperties.PARQUET_ROW_GROUP_LIMIT,
             TableProperties.PARQUET_ROW_GROUP_LIMIT_DEFAULT,
+            expected="an integer number of rows",
         )
         row_bytes = self._row_bytes or 1
         return max(1, min(_MAX_CHUNK_ROWS, row_group_rows or _MAX_CHUNK_ROWS, self._target_bytes // row_bytes))
@@ -205,9 +208,12 @@ def _writer_options(target: FileTarget, data: pa.Table, bloom_ndv: int) -> dict[
         codec = "none"
     options: dict[str, Any] = {
         "compression": codec,
-        "compression_level": property_as_int(properties, TableProperties.PARQUET_COMPRESSION_LEVEL, None),
-        "data_page_size": property_as_int(
-            properties, TableProperties.PARQUET_PAGE_SIZE_BYTES, TableProperties.PARQUET_PAGE_SIZE_BYTES_DEFAULT
+        "compression_level": int_property(properties, TableProperties.PARQUET_COMPRESSION_LEVEL, None),
+        "data_page_size": int_property(
+            properties,
+            TableProperties.PARQUET_PAGE_SIZE_BYTES,
+            TableProperties.PARQUET_PAGE_SIZE_BYTES_DEFAULT,
+            expected=_BYTES,
         ),
         "write_page_index": True,
         "store_decimal_as_integer": True,

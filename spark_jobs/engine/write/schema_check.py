@@ -70,7 +70,7 @@ def check_schema(table_name: str, table_schema: Schema, source: pa.Schema, *, al
         if problem:
             problems.append(problem)
     extra = [f for f in source if f.name not in table_names]
-    new_fields = []
+    new_fields: list[NestedField] = []
     if extra and not allow_evolution:
         problems.append(
             f"source column(s) {', '.join(repr(f.name) for f in extra)} are not in the table; "

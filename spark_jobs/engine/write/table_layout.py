@@ -8,6 +8,8 @@ followed by ``asc``/``desc`` (``"ts desc,id"``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from pyiceberg.transforms import (
     BucketTransform,
@@ -23,19 +25,22 @@ from pyiceberg.transforms import (
 from spark_jobs.engine.shared.errors import UserInputError
 
 _CALL = re.compile(r"^\s*(\w+)\s*\(\s*([^()]*?)\s*\)\s*$")
-_SIMPLE = {
+_SIMPLE: dict[str, Callable[[], Transform[Any, Any]]] = {
     "identity": IdentityTransform,
     "year": YearTransform,
     "month": MonthTransform,
     "day": DayTransform,
     "hour": HourTransform,
 }
-_WITH_WIDTH = {"bucket": BucketTransform, "truncate": TruncateTransform}
+_WITH_WIDTH: dict[str, Callable[[int], Transform[Any, Any]]] = {
+    "bucket": BucketTransform,
+    "truncate": TruncateTransform,
+}
 
 
-def parse_partition_by(text: str) -> list[tuple[str, Transform]]:
+def parse_partition_by(text: str) -> list[tuple[str, Transform[Any, Any]]]:
     """(source column, transform) pairs of a ``--partition-by`` value (module doc)."""
-    fields = []
+    fields: list[tuple[str, Transform[Any, Any]]] = []
     for part in _split_top_level(text):
         call = _CALL.match(part)
         if call is None:
@@ -58,7 +63,7 @@ def parse_partition_by(text: str) -> list[tuple[str, Transform]]:
 
 def parse_sort_by(text: str) -> list[tuple[str, bool]]:
     """(column, ascending) pairs of a ``--sort-by`` value."""
-    order = []
+    order: list[tuple[str, bool]] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         words = part.split()
         if len(words) > 2 or (len(words) == 2 and words[1].lower() not in ("asc", "desc")):
@@ -69,7 +74,9 @@ def parse_sort_by(text: str) -> list[tuple[str, bool]]:
 
 def _split_top_level(text: str) -> list[str]:
     """Split on commas outside parentheses."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char == "," and depth == 0:
             parts.append("".join(current).strip())
