@@ -1,8 +1,8 @@
-"""The job side of the contract, read from spark-submit's merged output: the final JSON line or the error line.
+"""The job's side of the contract (``job_contract``), read from spark-submit's merged output line by line.
 
 Every ``spark_jobs`` entry point prints one JSON object as the last line of stdout on success, and one line
-``error: <reason>`` on failure (exit code 2 for bad input, 1 otherwise). spark-submit merges the job's stdout and
-stderr, and the JVM may print after either, so the reader keeps the last line of each kind rather than the last line.
+``error: <reason>`` on failure (exit code 2 for bad input, another otherwise). spark-submit merges the job's stdout
+and stderr, and the JVM may print after either, so the reader keeps the last line of each kind, not the last line.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-ERROR_PREFIX = "error: "
-EXIT_USAGE = 2
+from airflow_iceberg_provider.job_contract import ERROR_PREFIX
+
 _TAIL_LINES = 20
 
 

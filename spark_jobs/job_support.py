@@ -1,9 +1,9 @@
 """What every spark-submit entry point shares: argument errors, exit codes, the final JSON line, Spark setup.
 
-The contract with the Airflow side: on success the last line of stdout is one JSON object; on bad input the exit
-code is 2 and the output carries exactly one line ``error: <one-line reason>`` (written to stderr, which spark-submit
-merges into its stdout; the JVM may still print after it); on any other failure the exit code is 1 with the same
-kind of line after the traceback.
+``run_job`` keeps the contract ``job_contract`` states: on success the last line of stdout is one JSON object; on
+bad input the exit code is 2 and the output carries exactly one line ``error: <one-line reason>`` (written to
+stderr, which spark-submit merges into its stdout; the JVM may still print after it); on any other failure the exit
+code is 1 with the same kind of line after the traceback.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.job_contract import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, error_line
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "JobArgumentParser", "UsageError", "emit_result", "run_job"]
 ENGINE_ZIP_NAME = "spark_jobs.zip"
 log = logging.getLogger("spark_jobs")
 # Sessions ``spark_session`` created (not found running): ``run_job`` stops them before printing the result.
@@ -67,14 +68,14 @@ def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
         _stop_spark()
         return emit_result(result)
     except UserInputError as error:
-        print(f"error: {_one_line(error)}", file=sys.stderr, flush=True)
+        print(error_line(_one_line(error)), file=sys.stderr, flush=True)
         return EXIT_USAGE
     except Exception as error:
         if _is_user_error_from_spark(error):
-            print(f"error: {_one_line(error)}", file=sys.stderr, flush=True)
+            print(error_line(_one_line(error)), file=sys.stderr, flush=True)
             return EXIT_USAGE
         traceback.print_exc(file=sys.stderr)
-        print(f"error: {name} job failed: {_one_line(error)}", file=sys.stderr, flush=True)
+        print(error_line(f"{name} job failed: {_one_line(error)}"), file=sys.stderr, flush=True)
         return EXIT_FAILURE
 
 

@@ -4,7 +4,7 @@
 2. The engine's subpackages form layers (``ENGINE_LAYERS``, in the order data flows): a module imports only from
    its own layer or the ones before it; the engine's root holds subpackages only.
 3. pyspark is imported only by ``spark_jobs.spark``, the four entry points and ``job_support``; ``spark_jobs``
-   never imports airflow; ``airflow_iceberg_provider`` never imports ``spark_jobs``.
+   never imports airflow; ``airflow_iceberg_provider`` and the example DAGs never import ``spark_jobs``.
 4. No import cycle between the modules of ``spark_jobs``.
 
 Imports inside functions and under ``TYPE_CHECKING`` count like any other: a boundary holds for every line.
@@ -118,8 +118,9 @@ def boundary_violations(root: Path) -> list[str]:
         elif target_layer > importer_layer:
             problems.append(f"{item}: {ENGINE_LAYERS[importer_layer]} may not import the later layer")
     problems += [
-        f"{item}: airflow_iceberg_provider never imports spark_jobs"
-        for item in imports_of(root, "airflow_iceberg_provider")
+        f"{item}: {side} never imports spark_jobs"
+        for side in ("airflow_iceberg_provider", "dags")
+        for item in imports_of(root, side)
         if _within(item.target, "spark_jobs")
     ]
     engine_root = root / ENGINE.replace(".", "/")
@@ -184,6 +185,7 @@ def _write(root: Path, module: str, source: str) -> None:
         ("spark_jobs.engine.write.x", "from spark_jobs.spark import types\n", "outside it"),
         ("spark_jobs.engine.loose", "x = 1\n", "only subpackages"),
         ("airflow_iceberg_provider.hooks.x", "import spark_jobs.read\n", "never imports spark_jobs"),
+        ("dags.demo", "def report():\n    from spark_jobs.engine.read import session\n", "dags never imports"),
         ("spark_jobs.spark.a", "from spark_jobs.spark import b\n", "import cycle"),
     ],
 )
@@ -193,6 +195,7 @@ def test_a_crossed_boundary_is_reported(tmp_path: Path, module: str, source: str
     _write(tmp_path, "spark_jobs.spark.types", "")
     _write(tmp_path, "spark_jobs.spark.b", "import spark_jobs.spark.a\n")
     _write(tmp_path, "airflow_iceberg_provider.hooks.y", "")
+    _write(tmp_path, "dags.other", "import airflow_iceberg_provider.hooks.y\n")
     assert boundary_violations(tmp_path) == []
     _write(tmp_path, module, source)
     problems = boundary_violations(tmp_path)

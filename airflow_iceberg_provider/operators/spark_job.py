@@ -22,7 +22,7 @@ from airflow_iceberg_provider.assets import operator_table_asset, schedule_asset
 from airflow_iceberg_provider.engine_package import engine_zip, job_script
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
-from airflow_iceberg_provider.job_output import EXIT_USAGE
+from airflow_iceberg_provider.job_contract import EXIT_USAGE
 from airflow_iceberg_provider.lineage import table_lineage
 from airflow_iceberg_provider.settings import ProviderSettings
 

@@ -17,6 +17,7 @@ from spark_jobs import compact as compact_job
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.job_contract import missing_result_fields
 from spark_jobs.job_support import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, run_job
 from tests.support.conformance import table_checksum
 from tests.support.corpus_copies import register_corpus_copy
@@ -33,6 +34,7 @@ def test_dry_run_plans_the_small_files_table(conformance_catalog):
     before = table.metadata_location
     result = compact_job.main([*SMALL_FILES, "--dry-run", "--target-file-size-bytes", str(MIB)])
     assert result["status"] == "ok" and result["dry_run"] is True and result["operation"] == "replace"
+    assert missing_result_fields(result) == []
     assert result["snapshot_id"] == table.current_snapshot().snapshot_id
     assert result["options"]["target-file-size-bytes"] == MIB
     assert result["options"]["min-file-size-bytes"] == int(MIB * 0.75)
@@ -127,6 +129,7 @@ def test_rewrite_of_the_small_files_table_keeps_every_row(spark, testing_catalog
     identifier = ".".join(table.name())
     result = compact_job.main(["--catalog", "testing", "--table", identifier, "--target-file-size-bytes", str(MIB)])
     assert (result["status"], result["dry_run"], result["operation"], result["commits"]) == ("ok", False, "replace", 1)
+    assert missing_result_fields(result) == []
     assert result["starting_snapshot_id"] == start.snapshot_id != result["snapshot_id"]
     assert (result["file_groups"], result["data_files_removed"], result["bytes_removed"]) == (1, 2000, 10460022)
     assert result["data_files_added"] == 10  # the plan's expected output files

@@ -13,6 +13,7 @@ import pytest
 from spark_jobs import ingest as ingest_job
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.job_contract import missing_result_fields
 from tests.support.services import spark_home, spark_process_env
 
 INGEST_PY = Path(ingest_job.__file__).resolve()
@@ -56,6 +57,7 @@ def test_spark_submit_ingest_creates_upserts_and_is_idempotent(testing_catalog, 
     )  # fmt: skip
     assert created.returncode == 0, created.stderr[-4000:]
     result = _last_json_line(created.stdout)
+    assert missing_result_fields(result) == []
     assert result["operation"] == "append" and result["rows_added"] == 10 and result["data_files_added"] >= 1
     assert set(result["seconds"]) >= {"source", "plan", "write", "commit"}
 

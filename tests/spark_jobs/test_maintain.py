@@ -13,6 +13,7 @@ import pytest
 from spark_jobs import maintain as maintain_job
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.job_contract import missing_result_fields
 from spark_jobs.job_support import EXIT_OK, EXIT_USAGE
 from tests.support.services import spark_home, spark_process_env
 from tests.support.table_history import build_table_history
@@ -39,6 +40,7 @@ def test_expire_snapshots_keeps_the_last_two_and_their_reads(history, sql_catalo
     ids = history.snapshot_ids
     result = maintain_job.main(["expire-snapshots", *TABLE, "--older-than", _future(), "--retain-last", "2"])
     assert (result["job"], result["action"], result["dry_run"]) == ("maintain", "expire-snapshots", False)
+    assert missing_result_fields(result) == []
     assert result["expired_snapshot_ids"] == ids[:5]
     assert (result["deleted_data_files"], result["deleted_manifest_lists"]) == (2, 5)
     assert result["files_failed"] == {}

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs import read as read_job
+from spark_jobs.job_contract import missing_result_fields
 from spark_jobs.job_support import UsageError
 from tests.support.conformance import ConformanceQuery, load_queries, table_checksum
 from tests.support.services import spark_home, spark_process_env
@@ -202,7 +203,7 @@ def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     result = _last_json_line(done.stdout)
-    assert result["status"] == "ok"
+    assert result["status"] == "ok" and missing_result_fields(result) == []
     assert result["rows_out"] == query.row_count
     counters = result["counters"]
     assert counters["rows_deleted_by_equality_deletes"] > 0

@@ -1,0 +1,47 @@
+"""What the provider expects of a ``spark_jobs`` job: exit codes, the ``error:`` line and the final JSON line.
+
+The Airflow side never imports ``spark_jobs``; it runs a job with spark-submit and reads what it prints:
+
+1. exit code ``EXIT_OK``: the job's last JSON line is its result (the operator's XCom), holding at least the job's
+   ``RESULT_FIELDS``;
+2. exit code ``EXIT_USAGE``: bad input; the task fails without retries, with the job's ``error:`` line as reason;
+3. any other exit code: a failure a retry may fix; the task fails (and retries) with the ``error:`` line if any.
+
+The job side states the same contract in ``spark_jobs.job_contract``; ``tests/test_job_contract.py`` checks they
+agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+ERROR_PREFIX = "error: "
+RESULT_STATUS = "ok"
+
+_EVERY_RESULT = frozenset({"status", "job", "seconds"})
+RESULT_FIELDS: Mapping[str, frozenset[str]] = {
+    "ingest": _EVERY_RESULT
+    | {
+        "table",
+        "mode",
+        "snapshot_id",
+        "operation",
+        "already_committed",
+        "commit_attempts",
+        "data_files_added",
+        "bytes_added",
+        "data_files_removed",
+        "bytes_removed",
+        "delete_files_written",
+        "rows_added",
+        "rows_removed_with_files",
+        "rows_deleted_by_key",
+        "position_deletes_added",
+        "equality_deletes_added",
+    },
+    "read": _EVERY_RESULT | {"table", "snapshot_id", "output", "output_format", "counters", "rows_out"},
+    "compact": _EVERY_RESULT | {"table", "snapshot_id", "dry_run", "operation", "file_groups"},
+    "maintain": _EVERY_RESULT | {"action", "table", "dry_run", "snapshot_id"},
+}

@@ -1,0 +1,64 @@
+"""What a job promises whoever runs it: exit codes, the ``error:`` line and the final JSON line, per job.
+
+A job run by spark-submit (by this provider's operators, or by a plain ``SparkSubmitOperator``):
+
+1. exits ``EXIT_OK`` when it did its work, and the last line it prints to stdout is one JSON object holding at least
+   the job's ``RESULT_FIELDS`` (``status`` is ``"ok"``, ``job`` the job's name);
+2. exits ``EXIT_USAGE`` on bad input (an argument, a table, a snapshot, a schema), after one line
+   ``error: <reason>`` naming what was wrong: the same command fails again, so it is not retried;
+3. exits with any other code on any other failure (``EXIT_FAILURE`` from the job itself; Spark or the JVM may use
+   others), with an ``error:`` line when the job got to print one: a retry may succeed.
+
+spark-submit merges the job's stdout and stderr, and the JVM may print after either line. The Airflow side states
+the same contract in ``airflow_iceberg_provider.job_contract``; ``tests/test_job_contract.py`` checks they agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+ERROR_PREFIX = "error: "
+RESULT_STATUS = "ok"
+
+_EVERY_RESULT = frozenset({"status", "job", "seconds"})
+RESULT_FIELDS: Mapping[str, frozenset[str]] = {
+    "ingest": _EVERY_RESULT
+    | {
+        "table",
+        "mode",
+        "snapshot_id",
+        "operation",
+        "already_committed",
+        "commit_attempts",
+        "data_files_added",
+        "bytes_added",
+        "data_files_removed",
+        "bytes_removed",
+        "delete_files_written",
+        "rows_added",
+        "rows_removed_with_files",
+        "rows_deleted_by_key",
+        "position_deletes_added",
+        "equality_deletes_added",
+    },
+    "read": _EVERY_RESULT | {"table", "snapshot_id", "output", "output_format", "counters", "rows_out"},
+    # Both with --dry-run (the plan) and without (what was committed).
+    "compact": _EVERY_RESULT | {"table", "snapshot_id", "dry_run", "operation", "file_groups"},
+    "maintain": _EVERY_RESULT | {"action", "table", "dry_run", "snapshot_id"},
+}
+
+
+def error_line(reason: str) -> str:
+    """The one line that says why a job failed."""
+    return f"{ERROR_PREFIX}{reason}"
+
+
+def missing_result_fields(result: Mapping[str, Any]) -> list[str]:
+    """The fields the contract promises for ``result["job"]`` that ``result`` lacks (all of them for no known job)."""
+    promised = RESULT_FIELDS.get(str(result.get("job")), _EVERY_RESULT)
+    missing = sorted(promised - set(result))
+    return missing if result.get("job") in RESULT_FIELDS else sorted({"job", *missing})
