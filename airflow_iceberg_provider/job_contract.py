@@ -7,7 +7,7 @@ The Airflow side never imports ``spark_jobs``; it runs a job with spark-submit a
 2. exit code ``EXIT_USAGE``: bad input; the task fails without retries, with the job's ``error:`` line as reason;
 3. any other exit code: a failure a retry may fix; the task fails (and retries) with the ``error:`` line if any.
 
-The job side states the same contract in ``spark_jobs.job_contract``; ``tests/test_job_contract.py`` checks they
+The job side states the same contract in ``spark_jobs.job_contract``; this module's test checks that the two
 agree.
 """
 

@@ -10,7 +10,7 @@ A job run by spark-submit (by this provider's operators, or by a plain ``SparkSu
    others), with an ``error:`` line when the job got to print one: a retry may succeed.
 
 spark-submit merges the job's stdout and stderr, and the JVM may print after either line. The Airflow side states
-the same contract in ``airflow_iceberg_provider.job_contract``; ``tests/test_job_contract.py`` checks they agree.
+the same contract in ``airflow_iceberg_provider.job_contract``; its test checks that the two agree.
 """
 
 from __future__ import annotations

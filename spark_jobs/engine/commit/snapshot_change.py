@@ -66,6 +66,7 @@ class SnapshotChange:
             not self.added_delete_files
             and not self.removed_data_file_paths
             and not self.removed_delete_file_paths
+            and not self.required_data_file_paths
             and self.no_new_data_in_partitions is not None
             and not self.no_new_data_in_partitions
             and not self.extra_requirements

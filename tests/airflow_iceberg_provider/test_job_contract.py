@@ -1,5 +1,5 @@
-"""The contract between the two sides, stated once per side: the statements agree, and what one side prints the
-other reads as meant (exit codes, the ``error:`` line, the final JSON line and its fields per job)."""
+"""The Airflow side's statement of the contract agrees with the job side's, and what a job prints is read as meant
+(exit codes, the ``error:`` line, the final JSON line and its fields per job)."""
 
 from __future__ import annotations
 
@@ -60,10 +60,3 @@ def test_a_failure_the_job_reports_is_what_the_airflow_side_reads(capsys, error,
     assert output.error_reason == reason and output.result is None
     retried = exit_code != airflow_side.EXIT_USAGE
     assert retried is (error.__class__ is RuntimeError)
-
-
-def test_a_result_missing_a_promised_field_is_named() -> None:
-    assert job_side.missing_result_fields({"status": "ok", "job": "read", "seconds": {}}) == sorted(
-        job_side.RESULT_FIELDS["read"] - {"status", "job", "seconds"}
-    )
-    assert job_side.missing_result_fields({"status": "ok", "seconds": {}}) == ["job"]

@@ -1,0 +1,48 @@
+"""A planned read as a DataFrame: one Spark task per scan task, the executors' counters through an accumulator."""
+
+from __future__ import annotations
+
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.spark.scan import (
+    FILTER_PUSHDOWN_CONF,
+    ScanMetricsParam,
+    dataframe_from_session,
+    python_filter_pushdown_enabled,
+    read_parallelism,
+)
+
+
+def test_the_dataframe_reads_the_sessions_rows_and_sums_the_executors_counters(spark, conformance_catalog) -> None:
+    session = open_read_session(conformance_catalog, "corpus.mor_v2_pos", columns=["id"], row_filter="id < 500")
+    expected = sorted(session.to_arrow().column("id").to_pylist())
+    frame, accumulator = dataframe_from_session(spark, session)
+    assert frame.rdd.getNumPartitions() == len(session.tasks) > 1
+    assert sorted(row.id for row in frame.collect()) == expected
+    counters = accumulator.value
+    assert counters["rows_out"] == len(expected) and counters["rows_deleted_by_position_deletes"] > 0
+    assert counters["tasks"] == 0  # planning counters stay with the driver's session
+
+
+def test_an_empty_plan_is_an_empty_dataframe_with_the_output_columns(spark, conformance_catalog) -> None:
+    session = open_read_session(conformance_catalog, "corpus.v1_cow", columns=["ts", "id"], row_filter="id < 0")
+    session.plan.tasks.clear()
+    frame, _ = dataframe_from_session(spark, session)
+    assert frame.columns == ["ts", "id"] and frame.count() == 0
+
+
+def test_parallelism_and_the_pushdown_flag_come_from_the_session(spark) -> None:
+    assert read_parallelism(spark) == spark.sparkContext.defaultParallelism == 2
+    assert python_filter_pushdown_enabled(spark) is False
+    spark.conf.set(FILTER_PUSHDOWN_CONF, "true")
+    try:
+        assert python_filter_pushdown_enabled(spark) is True
+    finally:
+        spark.conf.unset(FILTER_PUSHDOWN_CONF)
+
+
+def test_counters_add_key_by_key() -> None:
+    param = ScanMetricsParam()
+    zero = param.zero(ScanMetrics(rows_out=5).as_dict())
+    assert set(zero) == set(ScanMetrics().as_dict()) and not any(zero.values())
+    assert param.addInPlace({"rows_out": 1, "bytes_read": 2}, {"rows_out": 3}) == {"rows_out": 4, "bytes_read": 2}

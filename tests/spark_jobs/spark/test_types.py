@@ -1,0 +1,97 @@
+"""Spark and Arrow types converted one way: timestamps by zone, the Arrow types Spark checks, Iceberg columns."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyiceberg.schema import Schema
+from pyiceberg.types import (
+    DecimalType,
+    ListType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+)
+from pyspark.sql.types import (
+    DecimalType as SparkDecimal,
+)
+from pyspark.sql.types import (
+    LongType as SparkLong,
+)
+from pyspark.sql.types import (
+    StringType as SparkString,
+)
+from pyspark.sql.types import (
+    TimestampType as SparkTimestamp,
+)
+
+from spark_jobs.spark.types import (
+    arrow_schema_of,
+    conform_batch,
+    spark_arrow_schema_of,
+    spark_schema_of,
+    spark_types_of,
+)
+
+ENGINE_OUTPUT = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"1"}),
+        pa.field("name", pa.large_string()),
+        pa.field("at", pa.timestamp("us", tz="UTC")),
+        pa.field("local", pa.timestamp("us")),
+    ]
+)
+
+
+def test_timestamptz_is_sparks_timestamp_and_timestamp_is_ntz() -> None:
+    spark = spark_schema_of(ENGINE_OUTPUT)
+    assert [(f.name, type(f.dataType), f.nullable) for f in spark.fields] == [
+        ("id", SparkLong, False),
+        ("name", SparkString, True),
+        ("at", SparkTimestamp, True),
+        ("local", TimestampNTZType, True),
+    ]
+
+
+def test_batches_are_cast_to_the_arrow_types_spark_checks_for() -> None:
+    expected = spark_arrow_schema_of(ENGINE_OUTPUT)
+    assert expected.field("name").type == pa.string() and not expected.field("id").metadata
+    batch = pa.RecordBatch.from_arrays(
+        [
+            pa.array([1], pa.int64()),
+            pa.array(["a"], pa.large_string()),
+            pa.array([0], pa.timestamp("us", tz="UTC")),
+            pa.array([0], pa.timestamp("us")),
+        ],
+        schema=ENGINE_OUTPUT,
+    )
+    conformed = conform_batch(batch, expected)
+    assert conformed.schema.equals(expected) and conformed.column(1).to_pylist() == ["a"]
+    assert conform_batch(conformed, expected) is conformed  # already right: no copy
+
+
+def test_an_iceberg_column_reads_as_the_spark_type_of_its_arrow_type() -> None:
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "price", DecimalType(10, 2), required=False),
+        NestedField(3, "tags", ListType(4, StringType(), element_required=False), required=False),
+        NestedField(5, "at", TimestamptzType(), required=False),
+        NestedField(6, "local", TimestampType(), required=False),
+    )
+    types = spark_types_of(schema)
+    assert types["id"] == SparkLong() and types["price"] == SparkDecimal(10, 2)
+    assert types["tags"] == ArrayType(SparkString(), True)
+    assert types["at"] == SparkTimestamp() and types["local"] == TimestampNTZType()
+
+
+def test_a_dataframes_schema_as_arrow_keeps_utc_timestamps() -> None:
+    spark = StructType([StructField("id", SparkLong(), False), StructField("at", SparkTimestamp(), True)])
+    arrow = arrow_schema_of(spark)
+    assert arrow.field("at").type == pa.timestamp("us", tz="UTC") and not arrow.field("id").nullable
