@@ -24,6 +24,8 @@ os.environ["AIRFLOW_HOME"] = str(_SESSION_TMP / "airflow")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO_ROOT / "dags")
 os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "False"
+# The OpenLineage provider is installed for the lineage tests; no test emits events.
+os.environ["AIRFLOW__OPENLINEAGE__DISABLED"] = "True"
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 os.environ.setdefault("SPARK_LOCAL_HOSTNAME", "localhost")
 os.environ["PYSPARK_PYTHON"] = sys.executable
