@@ -72,19 +72,19 @@ def spark_filter_to_iceberg(spark_filter: spark_ds.Filter) -> BooleanExpression 
         return _COMPARISONS[type(spark_filter)](column, value) if exact else None
     if isinstance(spark_filter, spark_ds.EqualNullSafe):
         if spark_filter.value is None:
-            return IsNull(column)  # type: ignore[call-arg, misc]
-        return EqualTo(column, spark_filter.value) if _exact_literal(spark_filter.value) else None  # type: ignore[call-arg, misc]
+            return IsNull(column)  # type: ignore[call-arg]
+        return EqualTo(column, spark_filter.value) if _exact_literal(spark_filter.value) else None  # type: ignore[call-arg]
     if isinstance(spark_filter, spark_ds.In):
         values = tuple(spark_filter.value)
         if not values or not all(v is not None and _exact_literal(v) for v in values):
             return None
-        return In(column, values)  # type: ignore[call-arg, misc]
+        return In(column, values)  # type: ignore[call-arg]
     if isinstance(spark_filter, spark_ds.IsNull):
-        return IsNull(column)  # type: ignore[call-arg, misc]
+        return IsNull(column)  # type: ignore[call-arg]
     if isinstance(spark_filter, spark_ds.IsNotNull):
-        return NotNull(column)  # type: ignore[call-arg, misc]
+        return NotNull(column)  # type: ignore[call-arg]
     if isinstance(spark_filter, spark_ds.StringStartsWith):
-        return StartsWith(column, spark_filter.value) if isinstance(spark_filter.value, str) else None  # type: ignore[call-arg, misc]
+        return StartsWith(column, spark_filter.value) if isinstance(spark_filter.value, str) else None  # type: ignore[call-arg]
     return None
 
 
@@ -94,9 +94,9 @@ def _negation(child: spark_ds.Filter) -> BooleanExpression | None:
     if column is None:
         return None
     if isinstance(child, spark_ds.IsNull):
-        return NotNull(column)  # type: ignore[call-arg, misc]
+        return NotNull(column)  # type: ignore[call-arg]
     if isinstance(child, spark_ds.IsNotNull):
-        return IsNull(column)  # type: ignore[call-arg, misc]
+        return IsNull(column)  # type: ignore[call-arg]
     if isinstance(child, spark_ds.EqualTo) and child.value is not None and _exact_literal(child.value):
-        return NotEqualTo(column, child.value)  # type: ignore[call-arg, misc]
+        return NotEqualTo(column, child.value)  # type: ignore[call-arg]
     return None

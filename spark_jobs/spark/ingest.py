@@ -404,7 +404,7 @@ def _key_range_filter(batch_keys: DataFrame, key_schema: Schema) -> BooleanExpre
     for index, name in enumerate(bounded):
         low, high = bounds[index], bounds[len(bounded) + index]
         # pyiceberg's predicates take (term, literal) positionally; the pydantic signature mypy sees does not.
-        at_least, at_most = GreaterThanOrEqual(name, low), LessThanOrEqual(name, high)  # type: ignore[call-arg, misc]
+        at_least, at_most = GreaterThanOrEqual(name, low), LessThanOrEqual(name, high)  # type: ignore[call-arg]
         condition = And(condition, And(at_least, at_most))
     return condition
 

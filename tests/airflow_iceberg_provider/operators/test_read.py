@@ -162,13 +162,6 @@ def test_the_table_is_an_inlet_asset_only_where_its_dag_is_scheduled_on_it() -> 
     assert templated.inlets == []
 
 
-def test_without_the_openlineage_provider_there_are_no_facets_and_nothing_breaks() -> None:
-    with pytest.raises(ImportError):
-        import airflow.providers.openlineage  # noqa: F401
-    operator = IcebergReadOperator(task_id="a", catalog="lake", table="sales.orders", output_path="/o")
-    assert operator.get_openlineage_facets_on_complete(task_instance=None) is None
-
-
 def test_a_catalog_or_a_connection_is_required() -> None:
     with pytest.raises(ValueError, match="needs catalog= or iceberg_conn_id="):
         IcebergReadOperator(task_id="a", table="sales.orders", output_path="/o")
