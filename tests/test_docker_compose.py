@@ -3,7 +3,7 @@
 There is no Docker engine on the test machines. This test parses the file (YAML anchors and merge keys resolved by
 the parser, ``${VAR:-default}`` interpolated as Compose does with no variables set) and checks its structure:
 images that are published, the object store's command and ports against the catalog settings, connections against
-the services they name, volumes shared where files must be shared. tests/integration/test_compose_services.py runs
+the services they name, volumes shared where files must be shared. tests/dags/test_demo_on_compose_services.py runs
 the same services as local processes with these commands and settings.
 """
 
@@ -269,6 +269,38 @@ def test_the_image_installs_the_package_pyproject_declares_with_java() -> None:
     assert "dags" in copied
     apt = [args for _, args in installs if args[:2] == ["apt-get", "install"] or "apt-get" in args]
     assert any("openjdk-17-jre-headless" in args for args in apt), "Spark needs Java 17"
+
+
+def image_requirements() -> set[str]:
+    """Names of the distributions the Dockerfile's ``pip install`` instructions name, in lower case."""
+    names = set()
+    for name, args in dockerfile_instructions():
+        if name == "RUN" and args[:2] == ["pip", "install"]:
+            for word in args[2:]:
+                if word.startswith("-") or word == ".":
+                    continue
+                if word in ("&&", ";"):
+                    break
+                names.add(Requirement(word).name.lower())
+    return names
+
+
+# Python module of a SQLAlchemy driver -> the distribution that provides it.
+DRIVER_DISTRIBUTIONS = {"psycopg2": "psycopg2-binary", "asyncpg": "asyncpg"}
+
+
+@pytest.mark.parametrize("service", [*AIRFLOW_SERVICES, *sorted(ONE_SHOT_SERVICES)])
+def test_the_image_has_both_drivers_airflow_opens_its_database_with(service: str) -> None:
+    """Airflow opens the metadata database with the URL's driver and, when imported, builds an async engine on the
+    async driver it derives from the same URL (asyncpg for PostgreSQL): the image must install both."""
+    from airflow.settings import _get_async_conn_uri_from_sync
+
+    values = env(service)
+    sync_url = values["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+    async_url = values.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN_ASYNC") or _get_async_conn_uri_from_sync(sync_url)
+    drivers = {urlparse(url).scheme.partition("+")[2] for url in (sync_url, async_url)}
+    assert drivers == {"psycopg2", "asyncpg"}, drivers
+    assert {DRIVER_DISTRIBUTIONS[driver] for driver in drivers} <= image_requirements()
 
 
 def test_interpolation_follows_compose_rules() -> None:
