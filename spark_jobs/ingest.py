@@ -31,7 +31,7 @@ SOURCE_VIEW = "source"
 
 def build_parser() -> argparse.ArgumentParser:
     """The job's argument parser (bad arguments raise UsageError, exit code 2)."""
-    from spark_jobs.spark.ingest import DELETE_MODES, MODES
+    from spark_jobs.engine.ingest.options import DELETE_MODES, MODES
 
     parser = JobArgumentParser(prog="spark_jobs/ingest.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--catalog", required=True, help="catalog name in pyiceberg's configuration")
@@ -53,8 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the ingest job; returns the result the last stdout line carries."""
+    from spark_jobs.engine.ingest.options import IngestOptions, check_options
     from spark_jobs.engine.shared.errors import UnsupportedFeatureError
-    from spark_jobs.spark.ingest import IngestOptions, check_options, ingest
+    from spark_jobs.spark.ingest import ingest
 
     args = build_parser().parse_args(argv)
     options = IngestOptions(

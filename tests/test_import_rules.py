@@ -30,6 +30,7 @@ ENGINE_LAYERS = (
     "read",
     "write",
     "commit",
+    "ingest",
     "compaction",
     "maintenance",
 )

@@ -15,6 +15,7 @@ order data flows through them; each imports only from the ones listed before it 
    record batches; ``shared.metrics`` counts every stage.
 7. ``write``: data and delete files written with Arrow (partitioned, sorted, rolled, with Iceberg metrics).
 8. ``commit``: one atomic snapshot from the files a job wrote, safely under concurrent writers.
-9. ``compaction``: Iceberg Java's bin-pack rewrite plan, rewrite tasks and ``replace`` commits.
-10. ``maintenance``: snapshot expiration and orphan file removal.
+9. ``ingest``: what an ingest commits: the table, the live files a mode touches, the snapshot change, the result.
+10. ``compaction``: Iceberg Java's bin-pack rewrite plan, rewrite tasks and ``replace`` commits.
+11. ``maintenance``: snapshot expiration and orphan file removal.
 """

@@ -6,6 +6,7 @@ imports pyspark. Each adapter runs the engine's work on Spark and keeps Spark's 
 - ``source``: the ``iceberg_mor`` Python data source (planning on the driver, ``read.task_scan`` on executors).
 - ``scan``: a planned read as a DataFrame through ``mapInArrow``, counters gathered with an accumulator.
 - ``write``: executors write data and delete files with ``mapInArrow``; the table's key columns with positions.
-- ``ingest``: the ingest modes (append, overwrite, upsert, delete) and their one commit on the driver.
+- ``ingest``: the Spark work of the ingest modes (row checks, writes, key positions) around what ``engine.ingest``
+  decides to commit.
 - ``compact``: a bin-pack rewrite plan run on the executors, ``replace`` commits on the driver in batches.
 """

@@ -1,9 +1,10 @@
 """Run a planned read on Spark as a DataFrame, with executor counters gathered back on the driver.
 
 Two routes share ``read.task_scan.read_task``:
-- ``dataframe_from_session``: a DataFrame over an already planned ``ReadSession``: one Spark partition per scan
-  task, read with ``mapInArrow``, counters summed by an accumulator. The read job and ``read.load`` use it; a query
-  through it costs Spark about a third less than through a Python data source (BENCHMARKS.md).
+- ``dataframe_from_session`` / ``dataframe_from_tasks``: a DataFrame over planned scan tasks and their context: one
+  Spark partition per scan task, read with ``mapInArrow``, counters summed by an accumulator. The read job,
+  ``read.load`` and an overwrite's kept rows use it; a query through it costs Spark about a third less than
+  through a Python data source (BENCHMARKS.md).
 - ``dataframe_from_source``: the ``iceberg_mor`` Python data source (``spark.source``); ``read.load`` uses it when
   Spark's Python filter pushdown is on, so that Spark filters on the result are pushed into the engine.
 
@@ -15,14 +16,16 @@ task has a fixed cost of a tenth of a second or more, so one task per slot is wh
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.accumulators import AccumulatorParam
+from pyspark.accumulators import Accumulator, AccumulatorParam
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, StructField, StructType
 
+from spark_jobs.engine.planning.scan_context import ScanContext
+from spark_jobs.engine.planning.scan_tasks import ScanTask
 from spark_jobs.engine.read.session import ReadSession
 from spark_jobs.engine.read.task_scan import read_task
 from spark_jobs.engine.shared.metrics import ScanMetrics
@@ -57,13 +60,19 @@ class ScanMetricsParam(AccumulatorParam):
         return value1
 
 
-def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[DataFrame, Any]:
+def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[DataFrame, Accumulator[dict[str, int]]]:
     """A DataFrame reading ``session``'s tasks, and the accumulator its executors add their counters to."""
-    spark_schema = spark_schema_of(session.output_schema)
-    arrow_schema = spark_arrow_schema_of(session.output_schema)
+    return dataframe_from_tasks(spark, session.tasks, session.context)
+
+
+def dataframe_from_tasks(
+    spark: SparkSession, tasks: Sequence[ScanTask], context: ScanContext
+) -> tuple[DataFrame, Accumulator[dict[str, int]]]:
+    """A DataFrame reading ``tasks`` with ``context`` (one Spark task each), and its executors' counters."""
+    spark_schema = spark_schema_of(context.output_schema)
+    arrow_schema = spark_arrow_schema_of(context.output_schema)
     accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
-    context = session.context
-    payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in session.tasks]
+    payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in tasks]
     if not payloads:
         return spark.createDataFrame([], spark_schema), accumulator
     # An explicit schema: ``toDF`` with column names only would run a Spark job to infer the column's type.

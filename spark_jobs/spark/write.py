@@ -2,8 +2,8 @@
 
 - ``write_dataframe``: every Spark partition writes its rows as data files (split by the table's partition spec,
   sorted, rolled), returning one pickled file description per row.
-- ``key_positions``: a DataFrame of (file_path, pos, partition ordinal, key columns) of every row of the given data
-  files, read by field id with the engine's Parquet reader (one Spark task per data file). Joined with a batch's keys
+- ``key_positions``: a DataFrame of (file_path, pos, partition ordinal, key columns) of the live rows of the given
+  data files, read by the per-task scan every read runs (one Spark task per data file). Joined with a batch's keys
   it gives the positions to delete.
 - ``write_position_deletes`` / ``write_equality_deletes``: executors write one partition's deletes per group.
 """
@@ -12,40 +12,30 @@ from __future__ import annotations
 
 import itertools
 import pickle
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
+from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext
+from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.read.task_scan import read_slice
+from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.write_context import (
     WriteContext,
     write_data_stream,
     write_equality_delete_rows,
     write_position_delete_rows,
 )
-from spark_jobs.spark.types import spark_schema_of
+from spark_jobs.spark.scan import TASK_ROWS_SCHEMA
+from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 FILE_COLUMN = "file"
 ORDINAL_COLUMN = "_partition_ordinal"
-
-
-@dataclass(frozen=True)
-class LiveDataFile:
-    """A data file of the snapshot being changed, and the ordinal of its (spec, partition) in the job's list."""
-
-    path: str
-    file_size_in_bytes: int
-    record_count: int
-    spec_id: int
-    partition_ordinal: int
-    # The file with the position deletes and deletion vector that apply to it (from the read planner), if any.
-    with_deletes: Any = None
 
 
 def task_attempt_tag() -> str:
@@ -88,71 +78,46 @@ def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, A
     return _collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
 
 
-def key_positions(
-    spark: SparkSession, files: list[LiveDataFile], context: WriteContext, key_schema: Schema
-) -> DataFrame:
-    """(file_path, pos, partition ordinal, key columns) of the rows of ``files`` not deleted by position.
+def key_positions(spark: SparkSession, files: Sequence[tuple[DataFileSlice, int]], context: ScanContext) -> DataFrame:
+    """(file_path, pos, partition ordinal, key columns) of the live rows of ``files`` (each with its ordinal).
 
-    Rows an equality delete already removed are still listed (deleting them again is harmless).
+    ``context`` reads the key columns and ``_pos`` (``engine.ingest.live_files.key_scan_context``); each file is one
+    Spark task running the per-task scan every read runs, so the deletes attached to a file (position deletes, a
+    deletion vector) drop their rows and ``_pos`` stays each row's position in the file.
     """
-    from spark_jobs.engine.parquet.opener import read_data_file
-    from spark_jobs.engine.planning.scan_context import ScanContext
-    from spark_jobs.engine.planning.scan_tasks import DataFileSlice
-    from spark_jobs.engine.shared.metrics import ScanMetrics
-    from spark_jobs.engine.write.arrow_schema import file_arrow_schema
-
-    key_arrow = pa.schema([pa.field(f.name, f.type) for f in file_arrow_schema(key_schema)])
-    output_arrow = pa.schema(
+    key_fields = [field for field in context.output_schema if field.name != ROW_POSITION.name]
+    output = pa.schema(
         [
             pa.field("file_path", pa.string()),
             pa.field("pos", pa.int64()),
             pa.field(ORDINAL_COLUMN, pa.int32()),
-            *key_arrow,
+            *(pa.field(field.name, field.type) for field in key_fields),
         ]
     )
-    spark_schema = spark_schema_of(output_arrow)
+    spark_schema = spark_schema_of(output)
+    spark_arrow = spark_arrow_schema_of(output)
     if not files:
         return spark.createDataFrame([], spark_schema)
-    payloads = [(pickle.dumps(f, protocol=pickle.HIGHEST_PROTOCOL),) for f in files]
-    key_context = ScanContext(
-        read_schema_json=key_schema.model_dump_json(),
-        output_field_ids=tuple(f.field_id for f in key_schema.fields),
-        io_properties=context.io_properties,
-        table_location=context.table_location,
-    )
+    payloads = [(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL),) for item in files]
 
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        metrics = ScanMetrics()
         for batch in batches:
             for payload in batch.column(0).to_pylist():
-                live: LiveDataFile = pickle.loads(payload)
-                whole_file = DataFileSlice(
-                    path=live.path,
-                    file_size_in_bytes=live.file_size_in_bytes,
-                    record_count=live.record_count,
-                    spec_id=live.spec_id,
-                    start=0,
-                    length=live.file_size_in_bytes,
-                )
-                deleted = None
-                if live.with_deletes is not None and live.with_deletes.has_deletes:
-                    from spark_jobs.engine.deletes import load_deleted_positions
-
-                    deleted = load_deleted_positions(live.with_deletes, io=context.io).positions
-                position = 0
-                for keys in read_data_file(whole_file, key_context, metrics=ScanMetrics()):
-                    count = keys.num_rows
+                data_file, ordinal = pickle.loads(payload)
+                for rows in read_slice(data_file, context, metrics):
+                    count = rows.num_rows
                     columns = [
-                        pa.repeat(pa.scalar(live.path, pa.string()), count),
-                        pa.array(np.arange(position, position + count, dtype=np.int64)),
-                        pa.repeat(pa.scalar(live.partition_ordinal, pa.int32()), count),
-                    ] + [column.cast(field.type) for column, field in zip(keys.columns, key_arrow, strict=True)]
-                    position += count
-                    out = pa.RecordBatch.from_arrays(columns, schema=output_arrow)
-                    if deleted is not None and len(deleted):
-                        out = out.filter(pa.array(~np.isin(columns[1].to_numpy(), deleted)))
-                    yield out
+                        pa.repeat(pa.scalar(data_file.path, pa.string()), count),
+                        rows.column(ROW_POSITION.name),
+                        pa.repeat(pa.scalar(ordinal, pa.int32()), count),
+                        *(rows.column(field.name) for field in key_fields),
+                    ]
+                    yield conform_batch(pa.RecordBatch.from_arrays(columns, schema=output), spark_arrow)
 
-    task_rows = spark.sparkContext.parallelize(payloads, numSlices=len(payloads)).toDF("task binary")
+    task_rows = spark.createDataFrame(
+        spark.sparkContext.parallelize(payloads, numSlices=len(payloads)), TASK_ROWS_SCHEMA, verifySchema=False
+    )
     return task_rows.mapInArrow(read_keys, spark_schema)
 
 

@@ -8,6 +8,7 @@ starting one), the summary properties, and what a concurrent commit must not hav
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyiceberg.manifest import DataFile, DataFileContent
 from pyiceberg.table.snapshots import Operation
@@ -17,7 +18,7 @@ from pyiceberg.table.update import TableRequirement, TableUpdate
 IDEMPOTENCY_KEY_PROPERTY = "airflow-iceberg-provider.idempotency-key"
 
 # A partition as (spec id, partition values): the unit conflict validation scopes to.
-PartitionKey = tuple[int, tuple]
+PartitionKey = tuple[int, tuple[Any, ...]]
 
 
 @dataclass

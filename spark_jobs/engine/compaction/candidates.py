@@ -20,7 +20,7 @@ from pyiceberg.table.snapshots import Snapshot
 
 from spark_jobs.engine.planning.delete_index import AppliedDeletes, DeleteFileIndex
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
-from spark_jobs.engine.planning.scan_planner import bind_row_filter, identity_partition_constants
+from spark_jobs.engine.planning.scan_planner import bind_row_filter, whole_file_slice
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_cache import cached_manifests
@@ -75,21 +75,7 @@ class RewriteCandidate:
 
     def as_slice(self, table: Table) -> DataFileSlice:
         """The whole file as a read slice with its deletes, for a rewrite through the merge-on-read reader."""
-        data_file = self.entry.data_file
-        return DataFileSlice(
-            path=data_file.file_path,
-            file_size_in_bytes=data_file.file_size_in_bytes,
-            record_count=data_file.record_count,
-            spec_id=data_file.spec_id,
-            partition_constants=identity_partition_constants(table.specs()[data_file.spec_id], data_file.partition),
-            start=0,
-            length=data_file.file_size_in_bytes,
-            position_deletes=self.deletes.position_deletes,
-            deletion_vector=self.deletes.deletion_vector,
-            equality_deletes=self.deletes.equality_deletes,
-            data_sequence_number=self.entry.sequence_number or 0,
-            split_offsets=tuple(data_file.split_offsets) if data_file.split_offsets else None,
-        )
+        return whole_file_slice(self.entry, table.specs()[self.entry.data_file.spec_id], self.deletes)
 
 
 def list_candidates(

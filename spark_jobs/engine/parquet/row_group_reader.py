@@ -4,8 +4,9 @@ Late materialization asks for columns of one row group in several rounds (a pred
 row groups without filter conjuncts are read in runs of several, one decoding call per run. This reader:
 
 1. Resolves each top-level read field once per file: an identity partition constant (never read from the file), a
-   file column with the same field id (read by its name in the file), or a field the file lacks (NULLs or the
-   initial default).
+   file column with the same field id (read by its name in the file), the ``_pos`` metadata column (each row's
+   position in the file, from the row groups' row counts), or a field the file lacks (NULLs or the initial
+   default).
 2. Reads, in one ``read_row_groups`` call per round, only the file columns not read yet, projects each onto its
    read field (``schema_projection.project_column``) and keeps the result for later rounds. Over a run, each column
    is a chunked array with the run's row groups one after the other.
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -28,6 +30,7 @@ from pyiceberg.types import NestedField, StructType
 
 from spark_jobs.engine.parquet.file_columns import LeafColumn
 from spark_jobs.engine.parquet.schema_projection import ArrowColumn, constant_column, project_column
+from spark_jobs.engine.planning.scan_context import ROW_POSITION
 from spark_jobs.engine.shared.errors import InvalidFilterError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 
@@ -160,11 +163,24 @@ class RowGroupColumns:
             if field_id in self.columns:
                 continue
             read_field = self.resolver.read_schema.find_field(field_id)
-            if field_id in self.resolver.constants:
+            if field_id == ROW_POSITION.field_id:
+                self.columns[field_id] = self._row_positions()
+            elif field_id in self.resolver.constants:
                 value = self.resolver.constants[field_id]
                 self.columns[field_id] = constant_column(read_field.field_type, value, self.num_rows)
             else:
                 self.columns[field_id] = project_column(read_field, None, None, self.num_rows, self.source)
+
+    def _row_positions(self) -> pa.Array:
+        """Each row's position in the file (the ``_pos`` metadata column): the run's row groups' row ranges."""
+        metadata = self.parquet_file.metadata
+        first_rows = np.cumsum([0, *(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups))])
+        return pa.array(
+            np.concatenate(
+                [np.arange(first_rows[i], first_rows[i + 1], dtype=np.int64) for i in self.row_groups]
+                or [np.empty(0, dtype=np.int64)]
+            )
+        )
 
     def field_column(self, field_id: int) -> ArrowColumn:
         """The projected column of any field reachable through structs (its top-level field must be loaded)."""

@@ -21,11 +21,14 @@ from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
-from pyiceberg.types import IcebergType
+from pyiceberg.types import IcebergType, LongType, NestedField
 
 from spark_jobs.engine.shared.errors import UserInputError
 
 DEFAULT_BATCH_SIZE = 131_072
+# Iceberg's reserved metadata column of a row's position in its data file (spec: "Reserved Field IDs"). A read
+# schema holding it gets each surviving row's position, counted before any delete or filter.
+ROW_POSITION = NestedField(2147483645, "_pos", LongType(), required=True, doc="Ordinal position of the row in the file")
 _DERIVED = frozenset({"read_schema", "bound_filter", "io", "output_schema", "field_types"})
 
 

@@ -26,7 +26,7 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.transforms import IdentityTransform
 from pyparsing import ParseException
 
-from spark_jobs.engine.planning.delete_index import DeleteFileIndex
+from spark_jobs.engine.planning.delete_index import AppliedDeletes, DeleteFileIndex
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.planning.splitting import (
@@ -39,6 +39,7 @@ from spark_jobs.engine.planning.splitting import (
 from spark_jobs.engine.shared.errors import InvalidFilterError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_cache import cached_manifests
+from spark_jobs.engine.table.manifest_entries import partition_values
 from spark_jobs.engine.table.snapshots import schema_for_snapshot
 
 
@@ -152,7 +153,10 @@ def _data_file_slices(
     delete_index = DeleteFileIndex(specs, table.schema())
     for delete_entry in entries.delete_entries:
         delete_index.add(delete_entry)
-    slices = [_whole_file_slice(entry, specs[entry.data_file.spec_id], delete_index) for entry in entries.data_entries]
+    slices = [
+        whole_file_slice(entry, specs[entry.data_file.spec_id], delete_index.for_data_file(entry))
+        for entry in entries.data_entries
+    ]
     applied_delete_files = {
         delete_file
         for data_file in slices
@@ -163,10 +167,9 @@ def _data_file_slices(
     return slices
 
 
-def _whole_file_slice(entry: ManifestEntry, spec: PartitionSpec, delete_index: DeleteFileIndex) -> DataFileSlice:
-    """The whole data file of ``entry`` as a slice, with its deletes, constants and split offsets."""
+def whole_file_slice(entry: ManifestEntry, spec: PartitionSpec, deletes: AppliedDeletes) -> DataFileSlice:
+    """The whole data file of ``entry`` as a slice, with its deletes, partition, constants and split offsets."""
     data_file = entry.data_file
-    deletes = delete_index.for_data_file(entry)
     return DataFileSlice(
         path=data_file.file_path,
         file_size_in_bytes=data_file.file_size_in_bytes,
@@ -180,4 +183,5 @@ def _whole_file_slice(entry: ManifestEntry, spec: PartitionSpec, delete_index: D
         equality_deletes=deletes.equality_deletes,
         data_sequence_number=entry.sequence_number or 0,
         split_offsets=tuple(data_file.split_offsets) if data_file.split_offsets else None,
+        partition=partition_values(data_file),
     )

@@ -70,6 +70,9 @@ class DataFileSlice:
     data_sequence_number: int = 0
     # Row-group split offsets from the manifest (split_offsets), when known.
     split_offsets: tuple[int, ...] | None = None
+    # The file's partition values, in its spec's field order (as pyiceberg holds them): writers of deletes for it
+    # put them in this partition.
+    partition: tuple[Any, ...] = ()
 
     @property
     def has_deletes(self) -> bool:

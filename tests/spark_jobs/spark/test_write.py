@@ -1,18 +1,25 @@
-"""Executors write a DataFrame's rows as the table's data files, and describe each file for the driver's commit."""
+"""Executors write a DataFrame's rows as data files for the driver's commit, and read key columns with positions."""
 
 from __future__ import annotations
 
 from urllib.parse import urlparse
 
+import pyarrow as pa
 import pyarrow.parquet as pq
+from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
+from pyiceberg.table.snapshots import Operation
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from spark_jobs.engine.write.write_context import WriteContext
+from spark_jobs.engine.commit.committer import commit_change
+from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+from spark_jobs.engine.ingest.live_files import files_that_may_hold_keys, key_scan_context, partitions_of
+from spark_jobs.engine.write.file_entries import to_data_file
+from spark_jobs.engine.write.write_context import WriteContext, write_data, write_position_delete_rows
 from spark_jobs.spark.types import spark_types_of
-from spark_jobs.spark.write import conform_dataframe, task_attempt_tag, write_dataframe
+from spark_jobs.spark.write import ORDINAL_COLUMN, conform_dataframe, key_positions, task_attempt_tag, write_dataframe
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "part", StringType(), required=False))
 SPEC = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="part"))
@@ -44,3 +51,26 @@ def test_conforming_casts_to_the_tables_types_and_fills_missing_columns(spark) -
     conformed = conform_dataframe(frame, SCHEMA, spark_types_of(SCHEMA))
     assert conformed.dtypes == [("id", "bigint"), ("part", "string")]
     assert conformed.collect()[0].asDict() == {"id": 1, "part": None}
+
+
+def test_key_positions_are_read_by_the_per_task_scan_with_deletes_applied(spark, sql_catalog) -> None:
+    sql_catalog.create_namespace("keys")
+    table = sql_catalog.create_table("keys.t", SCHEMA, partition_spec=SPEC, properties={"format-version": "2"})
+    rows = pa.table({"id": pa.array(range(6), pa.int64()), "part": ["a", "b"] * 3})
+    files = [to_data_file(f) for f in write_data(rows, WriteContext.for_table(table), "data")]
+    commit_change(table, SnapshotChange(Operation.APPEND, added_data_files=files))
+    table.refresh()
+    file_a = next(f.file_path for f in files if f.partition[0] == "a")  # ids 0, 2, 4 at positions 0, 1, 2
+    positions = pa.table({"file_path": [file_a], "pos": pa.array([1], pa.int64())})
+    deletes = write_position_delete_rows(positions, WriteContext.for_table(table), 0, ("a",), "deletes")
+    commit_change(table, SnapshotChange(Operation.DELETE, added_delete_files=[to_data_file(f) for f in deletes]))
+    table.refresh()
+    live = files_that_may_hold_keys(table, ["id"], AlwaysTrue(), with_position_deletes=True)
+    ordinals = {partition: index for index, partition in enumerate(partitions_of(live))}
+    frame = key_positions(
+        spark, [(f, ordinals[(f.spec_id, f.partition)]) for f in live], key_scan_context(table, ["id"], live)
+    )
+    assert frame.columns == ["file_path", "pos", ORDINAL_COLUMN, "id"]
+    got = sorted((row.file_path == file_a, row.pos, row.id) for row in frame.collect())
+    assert got == [(False, 0, 1), (False, 1, 3), (False, 2, 5), (True, 0, 0), (True, 2, 4)]
+    assert {row[ORDINAL_COLUMN] for row in frame.collect()} == set(ordinals.values())

@@ -43,6 +43,7 @@ from spark_jobs.engine.parquet import opener
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
 from spark_jobs.engine.parquet.opener import read_data_file, row_group_start_offset
 from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
+from spark_jobs.engine.planning.scan_context import ROW_POSITION
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.shared.deleted_positions import DeletedPositionsKind
 from spark_jobs.engine.shared.metrics import ScanMetrics
@@ -339,6 +340,29 @@ def test_late_materialization_skips_output_columns_when_nothing_survives(tmp_pat
     assert pruned == 300
     assert metrics_no_match.rows_out == 0
     assert metrics_no_match.bytes_read < metrics_all.bytes_read / 2  # the string column was never read
+
+
+def test_the_pos_metadata_column_is_each_surviving_rows_position_in_the_file(tmp_path: Path) -> None:
+    rows = [(i % 7, float(i), f"v{i % 3}") for i in range(300)]
+    whole = _write(tmp_path / "p.parquet", rows, 40, 10, True)
+    schema = Schema(*READ_SCHEMA.fields, ROW_POSITION)
+    deleted = np.array([0, 5, 41, 299], dtype=np.int64)
+    metadata = pq.read_metadata(whole.path.removeprefix("file:"))
+    second_slice_start = row_group_start_offset(metadata.row_group(3))
+    for data_file, expression in [
+        (whole, None),
+        (whole, EqualTo("i", 3) & NotEqualTo("s", "v1")),  # late materialization decides per row group
+        (DataFileSlice(whole.path, whole.file_size_in_bytes, 300, 0, start=second_slice_start, length=10**9), None),
+    ]:
+        batches = read_data_file(
+            data_file,
+            scan_context(schema, [ROW_POSITION.field_id, 4], expression),
+            deleted_positions=deleted_positions(deleted),
+            metrics=ScanMetrics(),
+        )
+        out = [(row["_pos"], row["pos"]) for batch in batches for row in batch.to_pylist()]
+        assert out and all(position == physical for position, physical in out)
+        assert not {position for position, _ in out} & set(deleted.tolist())
 
 
 def test_slices_partition_the_row_groups(tmp_path: Path) -> None:

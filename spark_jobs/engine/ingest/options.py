@@ -1,0 +1,44 @@
+"""The ingest modes and their options, with the combinations that cannot work refused before any work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spark_jobs.engine.shared.errors import UserInputError
+
+MODES = ("append", "overwrite", "upsert", "delete")
+DELETE_MODES = ("position", "equality")
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """What to do with the source rows (the ingest job's options)."""
+
+    mode: str = "append"
+    key: tuple[str, ...] = ()
+    overwrite_filter: str | None = None
+    delete_mode: str = "position"
+    idempotency_key: str | None = None
+    create_if_missing: bool = False
+    partition_by: str | None = None
+    sort_by: str | None = None
+    allow_schema_evolution: bool = False
+
+    @property
+    def deletes_by_key(self) -> bool:
+        """Upsert and delete remove the table's rows whose key is in the batch."""
+        return self.mode in ("upsert", "delete")
+
+
+def check_options(options: IngestOptions) -> None:
+    """Refuse option combinations that cannot work, before any Spark work."""
+    if options.mode not in MODES:
+        raise UserInputError(f"--mode must be one of {', '.join(MODES)}, got {options.mode!r}")
+    if options.delete_mode not in DELETE_MODES:
+        raise UserInputError(f"--delete-mode must be one of {', '.join(DELETE_MODES)}, got {options.delete_mode!r}")
+    if options.deletes_by_key and not options.key:
+        raise UserInputError(f"--mode {options.mode} needs --key naming the key column(s)")
+    if options.overwrite_filter is not None and options.mode != "overwrite":
+        raise UserInputError("--overwrite-filter applies to --mode overwrite only")
+    if (options.partition_by or options.sort_by) and not options.create_if_missing:
+        raise UserInputError("--partition-by and --sort-by apply to a table made by --create-if-missing only")

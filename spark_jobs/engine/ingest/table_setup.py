@@ -1,0 +1,74 @@
+"""The table an ingest writes to: created from the source's schema when allowed, and the source checked against it.
+
+1. ``load_or_create_table``: the table; when missing and ``create_if_missing``, created as format v2 from the
+   source's Arrow schema, partitioned and sorted as ``--partition-by`` / ``--sort-by`` say (their columns must be
+   source columns).
+2. ``check_source_schema``: the key columns exist in the table and the source; the source's schema fits the
+   table's (``write.schema_check``; delete mode checks the key columns only); the result says whether the schema
+   evolves in the same commit.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pyarrow as pa
+from pyiceberg.catalog import Catalog
+from pyiceberg.table import Table
+from pyiceberg.table.sorting import NullOrder
+from pyiceberg.transforms import IdentityTransform
+
+from spark_jobs.engine.ingest.options import IngestOptions
+from spark_jobs.engine.shared.errors import TableNotFoundError, UserInputError
+from spark_jobs.engine.table.catalog import load_table
+from spark_jobs.engine.write.schema_check import SchemaCheck, check_schema
+from spark_jobs.engine.write.table_layout import parse_partition_by, parse_sort_by
+
+log = logging.getLogger(__name__)
+
+
+def load_or_create_table(catalog: Catalog, identifier: str, source_schema: pa.Schema, options: IngestOptions) -> Table:
+    """The table; created from the source's schema (format v2, with the given layout) when missing and allowed."""
+    try:
+        return load_table(catalog, identifier)
+    except TableNotFoundError:
+        if not options.create_if_missing:
+            raise
+    partition_fields = parse_partition_by(options.partition_by) if options.partition_by else []
+    sort_fields = parse_sort_by(options.sort_by) if options.sort_by else []
+    for column in [*(c for c, _ in partition_fields), *(c for c, _ in sort_fields)]:
+        if column not in source_schema.names:
+            raise UserInputError(f"layout column {column!r} is not a source column; columns: {source_schema.names}")
+    namespace = ".".join(catalog.identifier_to_tuple(identifier)[:-1])
+    catalog.create_namespace_if_not_exists(namespace)
+    table = catalog.create_table(identifier, schema=source_schema, properties={"format-version": "2"})
+    if partition_fields:
+        with table.update_spec() as spec_update:
+            for column, transform in partition_fields:
+                spec_update.add_field(column, transform)
+    if sort_fields:
+        with table.update_sort_order() as order_update:
+            for column, ascending in sort_fields:
+                if ascending:
+                    order_update.asc(column, IdentityTransform(), NullOrder.NULLS_FIRST)
+                else:
+                    order_update.desc(column, IdentityTransform(), NullOrder.NULLS_LAST)
+    log.info("created table %s (format v2)", identifier)
+    return table
+
+
+def check_source_schema(table: Table, source_schema: pa.Schema, options: IngestOptions) -> SchemaCheck:
+    """The source's schema against the table's (delete mode: key columns only), key columns present in both."""
+    table_name = ".".join(table.name())
+    schema_names = {f.name for f in table.schema().fields}
+    unknown_keys = [k for k in options.key if k not in schema_names]
+    if unknown_keys:
+        raise UserInputError(f"--key column(s) {unknown_keys} are not columns of table {table_name}")
+    missing_keys = [k for k in options.key if k not in source_schema.names]
+    if missing_keys:
+        raise UserInputError(f"--key column(s) {missing_keys} are missing from the source of table {table_name}")
+    if options.mode == "delete":
+        keys_only = pa.schema([source_schema.field(k) for k in options.key])
+        check_schema(table_name, table.schema().select(*options.key), keys_only, allow_evolution=False)
+        return SchemaCheck(table.schema())
+    return check_schema(table_name, table.schema(), source_schema, allow_evolution=options.allow_schema_evolution)
