@@ -28,7 +28,7 @@ from pyspark.sql import datasource as spark_ds
 
 # pyiceberg's predicates take (term, literal) positionally through their own __init__; the signature pydantic
 # generates, which is what mypy sees, has keyword fields only. Calls below are checked against the real one by the
-# tests, and marked ``type: ignore[call-arg, misc]`` for mypy.
+# tests, and marked ``type: ignore[call-arg]`` for mypy.
 _COMPARISONS: dict[type, type] = {
     spark_ds.EqualTo: EqualTo,
     spark_ds.GreaterThan: GreaterThan,

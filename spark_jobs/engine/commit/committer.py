@@ -30,7 +30,6 @@ from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import Snapshot
-from pyiceberg.utils.properties import property_as_int
 
 from spark_jobs.engine.commit.conflicts import validate_concurrent_commits
 from spark_jobs.engine.commit.idempotency import CommittedKey, committed_snapshot_for_key
@@ -48,6 +47,7 @@ from spark_jobs.engine.commit.producer import BuiltSnapshot, CommitConflictError
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.shared.errors import EngineError, UnsupportedFeatureError
 from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.table.properties import int_property
 
 log = logging.getLogger(__name__)
 _MAX_BACKOFF_SECONDS = 2.0
@@ -148,8 +148,8 @@ class _Committer:
         self.table_uuid = str(table.metadata.table_uuid)
         self.undecided: BuiltSnapshot | None = None  # sent, answer unknown, not yet decided from the table
         properties = table.metadata.properties
-        self.retries = max(0, property_as_int(properties, TableProperties.COMMIT_NUM_RETRIES, 4) or 0)
-        self.min_wait = max(0, property_as_int(properties, TableProperties.COMMIT_MIN_RETRY_WAIT_MS, 100) or 0) / 1000
+        self.retries = max(0, int_property(properties, TableProperties.COMMIT_NUM_RETRIES, 4))
+        self.min_wait = max(0, int_property(properties, TableProperties.COMMIT_MIN_RETRY_WAIT_MS, 100)) / 1000
         self.status_check = StatusCheck.of(properties)
 
     def commit(self) -> CommitResult:

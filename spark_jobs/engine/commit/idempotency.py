@@ -28,9 +28,9 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 from pyiceberg.table.update import SetPropertiesUpdate
-from pyiceberg.utils.properties import property_as_int
 
 from spark_jobs.engine.commit.snapshot_change import IDEMPOTENCY_KEY_PROPERTY
+from spark_jobs.engine.table.properties import int_property
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +110,7 @@ def record_key_update(
 ) -> SetPropertiesUpdate:
     """The property update that records ``key`` -> ``snapshot_id`` and drops entries older than the window."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    retention = property_as_int(metadata.properties, RETENTION_PROPERTY, DEFAULT_RETENTION_MS)
-    window = DEFAULT_RETENTION_MS if retention is None else max(0, retention)
+    window = max(0, int_property(metadata.properties, RETENTION_PROPERTY, DEFAULT_RETENTION_MS))
     kept = {
         digest: entry
         for digest, entry in recorded_keys(metadata.properties, branch).items()

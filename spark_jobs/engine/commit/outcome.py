@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.utils.properties import property_as_int
+
+from spark_jobs.engine.table.properties import int_property
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,10 @@ class StatusCheck:
         """The status check the table's properties configure (Java's defaults otherwise)."""
         default = cls()
         return cls(
-            retries=max(0, _int(properties, STATUS_CHECK_RETRIES_PROPERTY, default.retries)),
-            min_wait_ms=max(0, _int(properties, STATUS_CHECK_MIN_WAIT_PROPERTY, default.min_wait_ms)),
-            max_wait_ms=max(0, _int(properties, STATUS_CHECK_MAX_WAIT_PROPERTY, default.max_wait_ms)),
-            total_timeout_ms=max(0, _int(properties, STATUS_CHECK_TIMEOUT_PROPERTY, default.total_timeout_ms)),
+            retries=max(0, int_property(properties, STATUS_CHECK_RETRIES_PROPERTY, default.retries)),
+            min_wait_ms=max(0, int_property(properties, STATUS_CHECK_MIN_WAIT_PROPERTY, default.min_wait_ms)),
+            max_wait_ms=max(0, int_property(properties, STATUS_CHECK_MAX_WAIT_PROPERTY, default.max_wait_ms)),
+            total_timeout_ms=max(0, int_property(properties, STATUS_CHECK_TIMEOUT_PROPERTY, default.total_timeout_ms)),
         )
 
     def waits_seconds(self) -> list[float]:
@@ -149,8 +150,3 @@ def files_live_at(table: Table, branch: str, paths: list[str]) -> set[str]:
             e.data_file.file_path for e in read_live_entries(manifest, table.io) if e.data_file.file_path in wanted
         )
     return live
-
-
-def _int(properties: dict[str, str], key: str, default: int) -> int:
-    value = property_as_int(properties, key, default)
-    return default if value is None else value

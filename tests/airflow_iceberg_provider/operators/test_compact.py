@@ -1,4 +1,4 @@
-"""IcebergCompactOperator: the compaction job's command line (issue 4's contract), plan-only mode, its inlet."""
+"""IcebergCompactOperator: the compaction job's command line, plan-only mode, its inlet."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""IcebergIngestOperator: the ingest job's command line (issue 4's contract), its idempotency key and its outlet."""
+"""IcebergIngestOperator: the ingest job's command line, its idempotency key and its outlet."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""IcebergMaintenanceOperator: the maintenance job's command lines (issue 4's contract)."""
+"""IcebergMaintenanceOperator: the maintenance job's command lines."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from spark_jobs.engine.commit.committer import commit_change
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.commit.snapshot_change import IDEMPOTENCY_KEY_PROPERTY, SnapshotChange
 from spark_jobs.engine.read.session import open_read_session
-from spark_jobs.engine.shared.errors import UnsupportedFeatureError
+from spark_jobs.engine.shared.errors import UnsupportedFeatureError, UserInputError
 from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_data, write_position_delete_rows
 
@@ -211,3 +211,12 @@ def test_a_position_delete_racing_an_append_is_retried_when_only_its_files_must_
     result = commit_change(planned_on, change, starting_snapshot_id=start_id)
     assert result.attempts == 2 and result.operation == "delete"
     assert _ids_ours(table) == _ids_pyiceberg(table) == [1, 2, 3]
+
+
+def test_a_malformed_retry_property_is_bad_input_and_commits_nothing(table) -> None:
+    with table.transaction() as transaction:
+        transaction.set_properties({"commit.retry.num-retries": "four"})
+    files = data_files(table, rows([1]))
+    with pytest.raises(UserInputError, match=r"commit\.retry\.num-retries"):
+        commit_change(table, SnapshotChange(Operation.APPEND, added_data_files=files))
+    assert table.refresh().current_snapshot() is None

@@ -16,6 +16,7 @@ from spark_jobs.engine.commit.outcome import (
     reload_with_retries,
 )
 from spark_jobs.engine.maintenance import expire_snapshots
+from spark_jobs.engine.shared.errors import UserInputError
 from tests.support.rewrite_tables import SCHEMA, SPEC, append, rows
 
 
@@ -99,3 +100,8 @@ def test_a_reload_that_keeps_failing_is_reported_with_its_cause(table, monkeypat
     with pytest.raises(ReloadFailedError, match="ConnectionRefusedError: catalog down") as raised:
         reload_with_retries(table, StatusCheck(retries=2, min_wait_ms=1))
     assert len(calls) == 3 and isinstance(raised.value.__cause__, ConnectionRefusedError)
+
+
+def test_a_malformed_status_check_property_is_bad_input_naming_it() -> None:
+    with pytest.raises(UserInputError, match=r"commit\.status-check\.max-wait-ms"):
+        StatusCheck.of({"commit.status-check.max-wait-ms": "5s"})
