@@ -5,8 +5,9 @@
    schema checked against the table (delete mode: key columns only).
 3. ``live_files``: the table's live data files a mode touches, each a whole-file ``DataFileSlice`` (partition and
    deletes attached by the read planner): the files that may hold a batch's keys (pruned by the keys' range), the
-   files an overwrite filter may match with the context reading the rows it keeps, the files in the partitions a
-   dynamic overwrite replaces; and the scan context that reads key columns with row positions.
+   files an overwrite filter may match with the context reading the rows it keeps (``unmatched_rows``: every row
+   the filter is not true on, NULL and NaN included), the files in the partitions a dynamic overwrite replaces; and
+   the scan context that reads key columns with row positions.
 4. ``changes``: the ``SnapshotChange`` of each mode, with the commit settings every ingest adds.
 5. ``result``: the counters gathered on the way and the job's final JSON object.
 """

@@ -9,7 +9,8 @@ attached; nothing else describes one. By mode:
    matched again). ``partitions_of`` numbers their partitions, which the delete files are written to, and
    ``key_scan_context`` reads their key columns with each row's position (the ``_pos`` metadata column).
 2. Overwrite by filter: ``rows_to_keep`` plans one read under the filter: its files are the ones to remove, and
-   the same tasks read with the negated filter are the rows to write back.
+   the same tasks read where the filter is not true (``unmatched_rows``: NULL and NaN kept) are the rows to write
+   back.
 3. Dynamic overwrite: ``files_in_partitions`` lists the live data files of the partitions the new rows fall in.
 """
 
@@ -21,13 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.expressions import AlwaysFalse, AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
-from pyiceberg.expressions import Not as NotExpression
 from pyiceberg.manifest import ManifestContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
 from spark_jobs.engine.commit.snapshot_change import PartitionKey
+from spark_jobs.engine.ingest.unmatched_rows import unmatched_rows_filter
 from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.read.session import build_scan_context, open_read_session
@@ -106,7 +107,7 @@ class RowsToKeep:
 
 
 def rows_to_keep(table: Table, overwrite_filter: str) -> RowsToKeep:
-    """One plan under the filter: its files are removed, its tasks read with the negated filter give the kept rows."""
+    """One plan under the filter: its files are removed; its tasks, read where the filter is not true, keep rows."""
     matching = open_read_session(table.catalog, table, row_filter=overwrite_filter)
     plan = matching.plan
     slices = [data_file for task in plan.tasks for data_file in task.slices]
@@ -115,7 +116,7 @@ def rows_to_keep(table: Table, overwrite_filter: str) -> RowsToKeep:
         plan.schema,
         plan.schema.fields,
         slices,
-        row_filter=NotExpression(plan.row_filter),
+        row_filter=unmatched_rows_filter(plan.bound_filter, plan.schema),
         case_sensitive=plan.case_sensitive,
     )
     return RowsToKeep(frozenset(data_file.path for data_file in slices), list(plan.tasks), context)
