@@ -7,7 +7,19 @@ Command line (catalog properties come from pyiceberg's configuration, never from
         --output URI [--output-format parquet|csv] [--mode error|overwrite]
 
 On success the last line of stdout is one JSON object with the counters; on bad input the exit code is 2, stderr
-has a one-line reason, and nothing is written at ``--output``.
+has a one-line reason, and nothing is written at ``--output``. An ``--output`` that overlaps the table's location,
+another table or the namespace of its namespace, or the warehouse root is bad input. The result is written to a
+hidden staging directory beside ``--output`` and moved there only when complete, so a failed read leaves
+``--output`` as it was and its retry can run with ``--mode error``:
+
+1. With mode ``error``, refuse an existing output (exit code 2) before any work.
+2. Write the result to a hidden staging directory beside the output (``.<name>.staging-<id>``; Spark and Hive
+   readers skip names starting with ``.``).
+3. Check the output again (mode ``error``: it must still be absent; mode ``overwrite``: delete it), then rename the
+   staging directory to the output (one rename on HDFS and local file systems; a copy on object stores), through
+   the Spark session's Hadoop FileSystem.
+4. On any failure, delete the staging directory (a failure to do so is logged with its location) and leave the
+   output as it was.
 
 Python API: ``load(spark, catalog, table, ...)`` returns a DataFrame of the table, read by the engine on the
 executors: through ``mapInArrow`` over the tasks planned by ``load`` (the cheaper route for Spark), or, when
@@ -21,6 +33,7 @@ import argparse
 import logging
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -120,17 +133,22 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the read job; returns the result the last stdout line carries."""
     from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.engine.table.catalog import load_catalog, load_table, refuse_output_over_tables
     from spark_jobs.spark.scan import dataframe_from_session, read_parallelism
 
     args = build_parser().parse_args(argv)
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     phases: dict[str, float] = {"plan": 0.0}
+    started = time.perf_counter()
+    catalog = load_catalog(args.catalog)
+    table = load_table(catalog, args.table)
+    phases["plan"] += time.perf_counter() - started
 
     def plan(parallelism: int | None = None) -> Any:
         started = time.perf_counter()
         planned = open_read_session(
-            args.catalog,
-            args.table,
+            catalog,
+            table,
             columns=columns,
             row_filter=args.row_filter,
             snapshot_id=args.snapshot_id,
@@ -143,6 +161,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return planned
 
     session = plan()
+    refuse_output_over_tables(catalog, table, args.output)
     _check_output_free(args.output, args.mode)
     spark = spark_session(f"iceberg-read {session.table_name}")
     engine_on_executors(spark)
@@ -152,10 +171,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         session = plan(parallelism)
     started = time.perf_counter()
     frame, executor_counters = dataframe_from_session(spark, session)
-    writer = frame.write.mode("overwrite" if args.mode == "overwrite" else "errorifexists")
-    if args.output_format == "csv":
-        writer = writer.option("header", "true")
-    writer.format(args.output_format).save(args.output)
+    options = {"header": "true"} if args.output_format == "csv" else {}
+    _write_output(frame, args.output, output_format=args.output_format, mode=args.mode, options=options)
     phases["read_and_write"] = time.perf_counter() - started
     counters = session.metrics.as_dict()
     for key, value in executor_counters.value.items():
@@ -174,12 +191,67 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def _check_output_free(output: str, mode: str) -> None:
-    """With mode error, refuse an existing local output before any work (Spark re-checks for remote URIs)."""
-    if mode != "error":
-        return
+    """Refuse, before any work, a local output under a regular file, or one that exists with mode error.
+
+    Remote outputs are checked by ``write_output`` through Spark's file system.
+    """
     local = output.removeprefix("file://") if output.startswith("file://") else output
-    if "://" not in local and Path(local).exists():
+    if "://" in local:
+        return
+    path = Path(local).absolute()
+    for ancestor in path.parents:
+        if ancestor.is_file():
+            raise UsageError(f"--output {output} is under {ancestor}, which is a regular file, not a directory")
+    if mode == "error" and path.exists():
         raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
+
+
+def _write_output(frame: Any, output: str, *, output_format: str, mode: str, options: dict[str, str]) -> None:
+    """Write ``frame`` to ``output`` through a staging directory (module doc); ``mode`` is error or overwrite."""
+    spark = frame.sparkSession
+    target = _hadoop_path(spark, output)
+    file_system = target.getFileSystem(spark._jsc.hadoopConfiguration())
+    if mode == "error" and file_system.exists(target):
+        raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
+    staging = _hadoop_path(spark, _staging_location(output))
+    try:
+        writer = frame.write.mode("errorifexists").format(output_format)
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        writer.save(staging.toString())
+        if file_system.exists(target):
+            if mode == "error":
+                raise UsageError(f"--output {output} was created by someone else while this job ran")
+            if not file_system.delete(target, True):
+                raise OSError(f"could not delete the existing --output {output} to replace it")
+        parent = target.getParent()
+        if parent is not None and not file_system.exists(parent):
+            file_system.mkdirs(parent)
+        if not file_system.rename(staging, target):
+            raise OSError(f"could not move the result from {staging.toString()} to --output {output}")
+    except BaseException:
+        _delete_staging(file_system, staging)
+        raise
+
+
+def _staging_location(output: str) -> str:
+    """A hidden sibling of ``output`` to write into first."""
+    trimmed = output.rstrip("/")
+    parent, _, name = trimmed.rpartition("/")
+    staging_name = f".{name}.staging-{uuid.uuid4().hex[:12]}"
+    return f"{parent}/{staging_name}" if parent or trimmed.startswith("/") else staging_name
+
+
+def _hadoop_path(spark: Any, location: str) -> Any:
+    return spark._jvm.org.apache.hadoop.fs.Path(location)
+
+
+def _delete_staging(file_system: Any, staging: Any) -> None:
+    try:
+        if file_system.exists(staging) and not file_system.delete(staging, True):
+            log.warning("could not delete the staging directory %s", staging.toString())
+    except Exception as error:  # the job's own failure is what the caller reports; this one is logged
+        log.warning("could not delete the staging directory %s (left behind): %s", staging.toString(), error)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ configuration is read afresh on every call, so a variable set after import is se
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pyiceberg.catalog
@@ -17,6 +18,7 @@ from pyiceberg.utils.config import Config
 
 from spark_jobs.engine.shared.errors import TableNotFoundError, UnsupportedFeatureError, UserInputError
 
+log = logging.getLogger(__name__)
 # How many names an error message lists before it says "and N more".
 _NAMES_SHOWN = 20
 
@@ -44,6 +46,11 @@ def load_table(catalog: Catalog, identifier: str) -> Table:
     if len(parts) < 2:
         raise UserInputError(
             f"table identifier {identifier!r} in catalog {catalog.name!r} needs a namespace: 'namespace.table'"
+        )
+    if any(not part.strip() for part in parts):
+        raise UserInputError(
+            f"table identifier {identifier!r} in catalog {catalog.name!r} has an empty name part; expected "
+            "'namespace.table'"
         )
     try:
         return catalog.load_table(parts)
@@ -90,3 +97,69 @@ def table_file_system(table: Table, location: str | None = None) -> tuple[Any, s
     scheme, netloc, path = io.parse_location(location or table.metadata.location, io.properties)
     return io.fs_by_scheme(scheme, netloc), path
 
+
+def refuse_output_over_tables(catalog: Catalog, table: Table, output: str) -> None:
+    """Refuse an export location that overlaps the data of a table (UserInputError, before anything is written).
+
+    Overlapping: equal to, inside, or holding the location of the table read, of any table or the namespace in its
+    namespace, or the catalog's warehouse root; writing there (``--mode overwrite`` deletes what is there first)
+    could destroy a table.
+    """
+    target = _comparable_location(output)
+    table_name = ".".join(table.name())
+    for what, location in _protected_locations(catalog, table):
+        protected = _comparable_location(location)
+        if target == protected or target.startswith(protected + "/"):
+            relation = "is" if target == protected else "is inside"
+        elif protected.startswith(target + "/"):
+            relation = "holds"
+        else:
+            continue
+        raise UserInputError(
+            f"--output {output} {relation} {what} ({location}); reading table {table_name} must not write into "
+            "table or warehouse locations: choose another --output"
+        )
+
+
+def _protected_locations(catalog: Catalog, table: Table) -> list[tuple[str, str]]:
+    """(what, location) pairs an export must not overlap: the table, its namespace's tables, the warehouse."""
+    from pyiceberg.utils.concurrent import ExecutorFactory
+
+    table_name = ".".join(table.name())
+    protected = [(f"the location of table {table_name}", table.metadata.location)]
+    warehouse = catalog.properties.get("warehouse")
+    is_location = bool(warehouse) and ("://" in warehouse or warehouse.startswith("/"))
+    last = [("the warehouse root", warehouse)] if is_location else []
+    namespace = table.name()[:-1]
+    try:
+        namespace_location = catalog.load_namespace_properties(namespace).get("location")
+        siblings = [t for t in catalog.list_tables(namespace) if tuple(t) != tuple(table.name())]
+    except Exception as error:  # a catalog that cannot list: the table itself and the warehouse are still checked
+        log.warning("cannot list namespace %s to check --output against its tables: %s", ".".join(namespace), error)
+        return protected + last
+    if namespace_location:
+        last.insert(0, (f"the location of namespace {'.'.join(namespace)}", namespace_location))
+
+    def location_of(identifier: tuple[str, ...]) -> tuple[str, str] | None:
+        try:
+            return f"the location of table {'.'.join(identifier)}", catalog.load_table(identifier).metadata.location
+        except Exception as error:  # a sibling that does not load cannot be checked; say so
+            log.warning("cannot load table %s to check --output against it: %s", ".".join(identifier), error)
+            return None
+
+    executor = ExecutorFactory.get_or_create()
+    protected += [pair for pair in executor.map(location_of, siblings) if pair is not None]
+    return protected + last
+
+
+def _comparable_location(location: str) -> str:
+    """One spelling of a location for prefix comparison: absolute real local paths, ``s3://`` for s3a/s3n."""
+    import os
+    from urllib.parse import urlparse
+
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        path = parsed.path if parsed.scheme else location
+        return os.path.realpath(os.path.abspath(path)).rstrip("/") or "/"
+    scheme = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}.get(parsed.scheme, parsed.scheme)
+    return f"{scheme}://{parsed.netloc}{parsed.path}".rstrip("/")
