@@ -7,7 +7,10 @@ Command line (catalog properties come from pyiceberg's configuration, never from
         [--overwrite-filter EXPR] [--delete-mode position|equality] [--idempotency-key K]
         [--create-if-missing [--partition-by 'day(ts),bucket(16,id)'] [--sort-by c1]] [--allow-schema-evolution]
 
-``--sql`` runs on the source registered as the temporary view ``source``. On success the last line of stdout is one
+``--sql`` is one query (SELECT, WITH, VALUES...) over the source, registered as the temporary view ``source``:
+it is parsed with Spark's own query parser, and a statement (SET, ADD JAR, CREATE, INSERT...), several
+statements, a reference to any other table or path, a table-valued function, or a reflection call
+(``reflect``/``java_method``) is refused as bad input. On success the last line of stdout is one
 JSON object (snapshot id, operation, files and bytes added and removed, rows, delete files written, seconds per
 phase); on bad input the exit code is 2, the output has one line ``error: <reason>``, and nothing is committed.
 """
@@ -15,6 +18,7 @@ phase); on bad input the exit code is 2, the output has one line ``error: <reaso
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -93,6 +97,7 @@ def read_source(spark: Any, uri: str, source_format: str, sql: str | None) -> An
             reader = reader.option("header", "true").option("inferSchema", "true")
         frame = reader.load(uri)
         if sql:
+            check_query_over_source(spark, sql)
             frame.createOrReplaceTempView(SOURCE_VIEW)
             frame = spark.sql(sql)
         frame.schema  # noqa: B018 - resolve the plan now, so a bad query fails here
@@ -100,6 +105,33 @@ def read_source(spark: Any, uri: str, source_format: str, sql: str | None) -> An
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UsageError(f"cannot read source {uri} ({source_format}): {first_line}") from error
     return frame
+
+
+def check_query_over_source(spark: Any, sql: str) -> None:
+    """Refuse ``sql`` unless it is one query that reads the view ``source`` only (module doc)."""
+    shown = " ".join(sql.split())
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    try:
+        plan = spark._jsparkSession.sessionState().sqlParser().parseQuery(sql)
+    except Exception as error:  # Spark's ParseException, through py4j
+        reason = next((line.strip() for line in str(error).splitlines() if line.strip()), "does not parse")
+        raise UsageError(f"--sql {shown!r} is not one query over the view '{SOURCE_VIEW}': {reason[:120]}") from None
+    tree = str(plan.treeString())
+    names = {name.strip().lower() for match in _CTE.finditer(tree) for name in match[1].split(",")}
+    allowed = names | {SOURCE_VIEW}
+    for match in _RELATION.finditer(tree):
+        parts = [part.strip() for part in match[1].split(",")]
+        if len(parts) != 1 or parts[0].lower() not in allowed:
+            raise UsageError(f"--sql {shown!r} may read only the view '{SOURCE_VIEW}', not {'.'.join(parts)}")
+    refused = _TABLE_FUNCTION.search(tree) or _REFLECTION.search(tree)
+    if refused:
+        raise UsageError(f"--sql {shown!r} may read only the view '{SOURCE_VIEW}': {refused[1]}(...) is not allowed")
+
+
+_CTE = re.compile(r"CTE \[([^\]]*)\]")
+_RELATION = re.compile(r"UnresolvedRelation \[([^\]]*)\]")
+_TABLE_FUNCTION = re.compile(r"UnresolvedTableValuedFunction \[([^\]]*)\]")
+_REFLECTION = re.compile(r"'((?:try_)?reflect|java_method)\(", re.IGNORECASE)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,13 @@ code is 1 with the same kind of line after the traceback.
 from __future__ import annotations
 
 import argparse
+import atexit
+import functools
 import json
 import logging
 import os
+import re
+import shutil
 import sys
 import tempfile
 import traceback
@@ -51,7 +55,7 @@ def emit_result(result: dict[str, Any]) -> int:
 
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
-    return text if isinstance(error, UserInputError) else f"{type(error).__name__}: {text}"
+    return _shortened(text) if isinstance(error, UserInputError) else f"{type(error).__name__}: {text}"
 
 
 def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
@@ -71,24 +75,69 @@ def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
         print(error_line(_one_line(error)), file=sys.stderr, flush=True)
         return EXIT_USAGE
     except Exception as error:
-        if _is_user_error_from_spark(error):
-            print(error_line(_one_line(error)), file=sys.stderr, flush=True)
+        reason = bad_input_inside(error)
+        if reason is not None:
+            print(error_line(reason), file=sys.stderr, flush=True)
             return EXIT_USAGE
         traceback.print_exc(file=sys.stderr)
         print(error_line(f"{name} job failed: {_one_line(error)}"), file=sys.stderr, flush=True)
         return EXIT_FAILURE
 
 
+def bad_input_inside(error: BaseException) -> str | None:
+    """The one-line reason of bad input that reached the driver wrapped in a Spark failure, or None.
+
+    Two kinds: an engine ``UserInputError`` (e.g. ``CorruptFileError``) raised on an executor, whose message is the
+    last line of the worker traceback Spark embeds in its exception; and Spark's own ``FAILED_READ_FILE`` for a
+    source file it cannot read, reduced to the file and the innermost cause.
+    """
+    names = _user_error_names()
+    for text in _exception_texts(error):
+        matches = [m for m in _ERROR_LINE.finditer(text) if m["name"] in names]
+        if matches:
+            return _shortened(" ".join(matches[-1]["message"].split()))
+        failed_read = _FAILED_READ_FILE.search(text)
+        if failed_read:
+            causes = _CAUSED_BY.findall(text)
+            cause = " ".join(causes[-1].split()) if causes else "unreadable"
+            return _shortened(f"cannot read source file {failed_read['path']}: {cause}")
+    return None
+
+
+_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(?P<name>[A-Z]\w*Error): (?P<message>.+)$", re.MULTILINE)
+_FAILED_READ_FILE = re.compile(r"\[FAILED_READ_FILE[.\w]*\][^\n]*?reading file (?P<path>\S+?)\.?(?:\s|$)")
+_CAUSED_BY = re.compile(r"^\s*Caused by: (?:[\w.$]+): (.+)$", re.MULTILINE)
+_MAX_REASON = 280
+
+
+def _user_error_names() -> set[str]:
+    """Names of every bad-input error class (UserInputError and its subclasses, loaded ones included)."""
+    names, pending = set(), [UserInputError]
+    while pending:
+        cls = pending.pop()
+        names.add(cls.__name__)
+        pending.extend(cls.__subclasses__())
+    return names
+
+
+def _exception_texts(error: BaseException) -> list[str]:
+    """The text of ``error`` and of the exceptions it was raised from, outermost first."""
+    texts, seen, current = [], set(), error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        texts.append(str(current))
+        current = current.__cause__ or current.__context__
+    return texts
+
+
+def _shortened(reason: str) -> str:
+    return reason if len(reason) <= _MAX_REASON else reason[: _MAX_REASON - 3] + "..."
+
+
 def _stop_spark() -> None:
     """Stop the SparkSessions this job started, so nothing Spark prints at exit follows the result line."""
     while _SESSIONS_STARTED:
         _SESSIONS_STARTED.pop().stop()
-
-
-def _is_user_error_from_spark(error: Exception) -> bool:
-    """Spark's 'path already exists' is the caller's input, not a failure of the job."""
-    message = str(error)
-    return "PATH_ALREADY_EXISTS" in message or ("already exists" in message and "path" in message.lower())
 
 
 def spark_session(app_name: str) -> Any:
@@ -105,13 +154,17 @@ def spark_session(app_name: str) -> Any:
 _ENGINE_SHIPPED_TO: set[str] = set()  # application ids of the SparkContexts the engine was shipped to
 
 
+@functools.cache
 def engine_zip() -> Path:
-    """A zip of the ``spark_jobs`` package for executors without it installed (built once per process)."""
+    """A zip of the ``spark_jobs`` package for executors without it installed (built once per process).
+
+    It is built in a new private directory (``mkdtemp``: mode 0700, unpredictable name), so no other local user can
+    plant or swap it, and the directory is removed when the process exits.
+    """
     package_dir = Path(__file__).resolve().parent
-    target = Path(tempfile.gettempdir()) / f"spark_jobs-{os.getpid()}" / ENGINE_ZIP_NAME
-    if target.exists():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix="spark_jobs-"))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    target = directory / ENGINE_ZIP_NAME
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(package_dir.rglob("*.py")):
             archive.write(path, Path("spark_jobs") / path.relative_to(package_dir))

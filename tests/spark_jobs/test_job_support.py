@@ -53,3 +53,21 @@ def test_a_job_leaves_a_session_it_did_not_start_running(spark) -> None:
 
     assert run_job("demo", lambda: {"session": spark_session("demo").sparkContext.appName}) == EXIT_OK
     assert spark.range(3).count() == 3
+
+
+def test_the_engine_zip_is_built_in_a_private_directory_removed_at_exit() -> None:
+    import stat
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import os, stat; from spark_jobs.job_support import engine_zip; z = engine_zip(); "
+        "print(z); print(oct(stat.S_IMODE(os.stat(z.parent).st_mode))); print(z.exists())"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    path, mode, existed = done.stdout.split()
+    assert Path(path).name == "spark_jobs.zip" and Path(path).parent.name.startswith("spark_jobs-")
+    assert mode == "0o700" and existed == "True"
+    assert not Path(path).parent.exists(), "the process's engine zip directory outlived it"
+    assert stat.S_IMODE(engine_zip().parent.stat().st_mode) == 0o700

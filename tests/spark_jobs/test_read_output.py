@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs import read as read_job
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_support import EXIT_USAGE, run_job
 
 _names = itertools.count()

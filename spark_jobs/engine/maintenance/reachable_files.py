@@ -17,7 +17,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.utils.concurrent import ExecutorFactory
 
-from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import read_live_entries, read_manifest_list
 
 _SAME_STORE_SCHEMES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 
@@ -36,7 +36,7 @@ def manifests_of(snapshots: Iterable[Snapshot], io: FileIO) -> dict[str, Manifes
     snapshot_list = list(snapshots)
     executor = ExecutorFactory.get_or_create()
     manifests: dict[str, ManifestFile] = {}
-    for listed in executor.map(lambda snapshot: snapshot.manifests(io), snapshot_list):
+    for listed in executor.map(lambda snapshot: read_manifest_list(snapshot, io), snapshot_list):
         for manifest in listed:
             manifests.setdefault(manifest.manifest_path, manifest)
     return manifests

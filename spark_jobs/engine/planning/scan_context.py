@@ -40,7 +40,8 @@ class ScanContext:
     output_field_ids: tuple[int, ...]
     row_filter: BooleanExpression = field(default_factory=AlwaysTrue)
     case_sensitive: bool = True
-    io_properties: dict[str, str] = field(default_factory=dict)
+    # FileIO properties carry storage credentials: shipped to executors, never printed.
+    io_properties: dict[str, str] = field(default_factory=dict, repr=False)
     table_location: str | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
     name_mapping_json: str | None = None  # the table's schema.name-mapping.default, for files without field ids

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlparse
 
 import pyarrow as pa
 
@@ -20,6 +21,7 @@ from spark_jobs.engine.parquet.opener import read_data_file
 from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.shared.deleted_positions import NO_DELETED_POSITIONS
+from spark_jobs.engine.shared.errors import file_error
 from spark_jobs.engine.shared.metrics import ScanMetrics
 
 IN_PROCESS_SLICE_THREADS = 2  # data file slices read at once by read_tasks_to_table
@@ -31,17 +33,44 @@ def read_task(task: ScanTask, context: ScanContext, metrics: ScanMetrics) -> Ite
 
 
 def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
-    """Yield the surviving rows of one data file slice, deletes applied."""
+    """Yield the surviving rows of one data file slice, deletes applied.
+
+    A data or delete file that is missing or damaged raises CorruptFileError naming it (``errors.file_error``).
+    """
     deleted_positions = NO_DELETED_POSITIONS
     equality_delete_sets: Sequence[EqualityDeleteSet] = ()
-    if data_file.deletion_vector is not None or data_file.position_deletes:
-        deleted_positions = load_deleted_positions(data_file, io=context.io, metrics=metrics)
-    if data_file.equality_deletes:
-        equality_delete_sets = load_equality_deletes(
-            data_file, io=context.io, field_types=context.field_types, metrics=metrics
+    try:
+        if data_file.deletion_vector is not None or data_file.position_deletes:
+            deleted_positions = load_deleted_positions(data_file, io=context.io, metrics=metrics)
+        if data_file.equality_deletes:
+            equality_delete_sets = load_equality_deletes(
+                data_file, io=context.io, field_types=context.field_types, metrics=metrics
+            )
+    except Exception as error:  # named when it is a file's fault, re-raised as it was otherwise
+        raise file_error("delete file", _delete_file_named_by(error, data_file), error) from error
+    try:
+        yield from read_data_file(
+            data_file,
+            context,
+            deleted_positions=deleted_positions,
+            row_predicates=equality_delete_sets,
+            metrics=metrics,
         )
-    yield from read_data_file(
-        data_file, context, deleted_positions=deleted_positions, row_predicates=equality_delete_sets, metrics=metrics
+    except Exception as error:  # named when it is the file's fault, re-raised as it was otherwise
+        raise file_error("data file", data_file.path, error) from error
+
+
+def _delete_file_named_by(error: BaseException, data_file: DataFileSlice) -> str:
+    """The delete file of ``data_file`` that ``error`` names, else all of them (for the message)."""
+    paths = [d.path for d in data_file.position_deletes] + [d.path for d in data_file.equality_deletes]
+    if data_file.deletion_vector is not None:
+        paths.append(data_file.deletion_vector.path)
+    text = str(error)
+    for path in paths:
+        if path in text or urlparse(path).path in text:
+            return path
+    return (
+        paths[0] if len(paths) == 1 else f"{paths[0]} (or one of {len(paths) - 1} more of data file {data_file.path})"
     )
 
 

@@ -1,10 +1,18 @@
 """Domain exceptions of the engine, in one place.
 
 Each carries a message that names what was wrong (which table, file, argument) and what was expected. The job
-entry points turn ``UserInputError`` into exit code 2 with a one-line reason.
+entry points turn ``UserInputError`` (``CorruptFileError`` included: retrying cannot repair a file) into exit code 2
+with a one-line reason.
 """
 
 from __future__ import annotations
+
+import struct
+
+# Failures that describe the bytes of a file, not the way to it: raised while decoding, they mean the file is bad.
+_DECODING_ERRORS = (EOFError, ValueError, struct.error, IndexError, KeyError, TypeError, UnicodeDecodeError)
+# An I/O error whose message says the storage could not be reached is worth a retry, not a corrupt-file verdict.
+_TRANSIENT_MARKERS = ("AWS Error", "curl", "onnection", "imed out", "imeout", "emporar", "hrottl", "SlowDown", " 503")
 
 
 class EngineError(Exception):
@@ -27,9 +35,25 @@ class InvalidFilterError(UserInputError):
     """A row filter does not parse or names a column the table does not have."""
 
 
-class CorruptFileError(EngineError):
-    """A data, delete or Puffin file is not what its metadata says (bad magic, CRC, length, footer)."""
+class CorruptFileError(UserInputError):
+    """A metadata, data, delete or Puffin file is missing or not what its metadata says (magic, CRC, length)."""
 
 
 class UnsupportedFeatureError(EngineError):
     """The table uses something this engine does not implement yet; the message says what."""
+
+
+def file_error(what: str, location: str, error: BaseException) -> BaseException:
+    """``error`` raised while reading ``what`` at ``location``, as a CorruptFileError naming the file when it says
+    the file is missing or damaged; ``error`` itself otherwise (a storage failure worth a retry, or our own error)."""
+    if isinstance(error, CorruptFileError) and what not in str(error):
+        return CorruptFileError(f"{what} {error}")  # say which kind of file the message's path is
+    if isinstance(error, EngineError):
+        return error
+    reason = f"{type(error).__name__}: {' '.join(str(error).split())}"[:160]
+    if isinstance(error, FileNotFoundError):
+        return CorruptFileError(f"{what} {location} is missing ({reason})")
+    transient = isinstance(error, OSError) and any(marker in str(error) for marker in _TRANSIENT_MARKERS)
+    if isinstance(error, (*_DECODING_ERRORS, OSError)) and not transient:
+        return CorruptFileError(f"{what} {location} cannot be read, it is damaged ({reason})")
+    return error

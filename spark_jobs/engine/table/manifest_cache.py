@@ -15,7 +15,7 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.utils.concurrent import ExecutorFactory
 
 from spark_jobs.engine.shared.bounded_cache import BoundedCache, max_bytes_from_environment
-from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import read_live_entries, read_manifest_list
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_BYTES_ENV_VAR = "ICEBERG_MANIFEST_CACHE_MAX_BYTES"
@@ -35,10 +35,10 @@ def manifest_cache() -> BoundedCache:
 def cached_manifests(snapshot: Snapshot, io: FileIO) -> tuple[ManifestFile, ...]:
     """The manifests listed by the snapshot's manifest list."""
     if snapshot.manifest_list is None:
-        return tuple(snapshot.manifests(io))  # v1 snapshots may list manifests inline
+        return tuple(read_manifest_list(snapshot, io))  # v1 snapshots may list manifests inline
 
     def load() -> tuple[tuple[ManifestFile, ...], int]:
-        manifests = tuple(snapshot.manifests(io))
+        manifests = tuple(read_manifest_list(snapshot, io))
         return manifests, MANIFEST_LIST_ENTRY_BYTES * max(1, len(manifests))
 
     return _PROCESS_CACHE.get_or_load(("manifest-list", snapshot.manifest_list), load)

@@ -26,6 +26,9 @@ from pyiceberg.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
+from pyiceberg.table.snapshots import Snapshot
+
+from spark_jobs.engine.shared.errors import file_error
 
 _V3_DATA_FILE_FIELDS = [field.name for field in DATA_FILE_TYPE[3].fields]
 _REFERENCED_DATA_FILE = _V3_DATA_FILE_FIELDS.index("referenced_data_file")
@@ -34,14 +37,28 @@ _CONTENT_SIZE_IN_BYTES = _V3_DATA_FILE_FIELDS.index("content_size_in_bytes")
 
 
 def read_live_entries(manifest: ManifestFile, io: FileIO) -> list[ManifestEntry]:
-    """The manifest's ADDED and EXISTING entries, with sequence numbers and spec id inherited from the manifest."""
-    with AvroFile[ManifestEntry](
-        io.new_input(manifest.manifest_path),
-        MANIFEST_ENTRY_SCHEMAS[3],
-        read_types={-1: ManifestEntry, 2: DataFile},
-        read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
-    ) as reader:
-        return [_inherit(entry, manifest) for entry in reader if entry.status != ManifestEntryStatus.DELETED]
+    """The manifest's ADDED and EXISTING entries, with sequence numbers and spec id inherited from the manifest.
+
+    A manifest that is missing or does not decode raises CorruptFileError naming it.
+    """
+    try:
+        with AvroFile[ManifestEntry](
+            io.new_input(manifest.manifest_path),
+            MANIFEST_ENTRY_SCHEMAS[3],
+            read_types={-1: ManifestEntry, 2: DataFile},
+            read_enums={0: ManifestEntryStatus, 101: FileFormat, 134: DataFileContent},
+        ) as reader:
+            return [_inherit(entry, manifest) for entry in reader if entry.status != ManifestEntryStatus.DELETED]
+    except Exception as error:  # named when it is the file's fault, re-raised as it was otherwise
+        raise file_error("manifest", manifest.manifest_path, error) from error
+
+
+def read_manifest_list(snapshot: Snapshot, io: FileIO) -> list[ManifestFile]:
+    """The manifests ``snapshot``'s manifest list names; a missing or damaged list raises CorruptFileError."""
+    try:
+        return list(snapshot.manifests(io))
+    except Exception as error:  # named when it is the file's fault, re-raised as it was otherwise
+        raise file_error("manifest list", str(snapshot.manifest_list), error) from error
 
 
 def referenced_data_file(data_file: DataFile) -> str | None:

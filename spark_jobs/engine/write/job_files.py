@@ -14,18 +14,22 @@ from pyiceberg.io import FileIO
 log = logging.getLogger(__name__)
 
 
-def files_of_write(table_location: str, write_id: str) -> list[str]:
-    """Paths (as the table names them) under ``<location>/data`` whose file name contains ``write_id``."""
+def files_of_write(table_location: str, write_id: str, io: FileIO | None = None) -> list[str]:
+    """Paths (as the table names them) under ``<location>/data`` whose file name contains ``write_id``.
+
+    Listed through ``io``'s file system (with the catalog's credentials) when it is pyiceberg's PyArrowFileIO.
+    """
     data_dir = table_location.rstrip("/") + "/data"
     try:
-        filesystem, root = fs.FileSystem.from_uri(data_dir)
-    except (ValueError, OSError) as error:
-        log.warning("cannot list %s to find files of write %s: %s", data_dir, write_id, error)
-        return []
-    try:
+        filesystem, root = _file_system(data_dir, io)
         infos = filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
-    except OSError as error:
-        log.warning("cannot list %s to find files of write %s: %s", data_dir, write_id, error)
+    except (ValueError, OSError) as error:
+        log.warning(
+            "cannot list %s (%s): files of write %s left by retried Spark tasks, if any, stay behind",
+            data_dir,
+            error,
+            write_id,
+        )
         return []
     found = []
     for info in infos:
@@ -37,12 +41,22 @@ def files_of_write(table_location: str, write_id: str) -> list[str]:
 def delete_leftovers(table_location: str, write_id: str, keep: set[str], io: FileIO) -> list[str]:
     """Delete the write's files that are not in ``keep`` (the committed ones); returns the paths deleted."""
     deleted = []
-    for path in files_of_write(table_location, write_id):
+    for path in files_of_write(table_location, write_id, io):
         if path in keep:
             continue
         try:
             io.delete(path)
             deleted.append(path)
         except OSError as error:
-            log.warning("could not delete %s left by write %s: %s", path, write_id, error)
+            log.warning("could not delete %s left by write %s (left behind): %s", path, write_id, error)
     return deleted
+
+
+def _file_system(location: str, io: FileIO | None) -> tuple[fs.FileSystem, str]:
+    """The file system to list ``location`` with: the FileIO's own, else one from the URI."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    if isinstance(io, PyArrowFileIO):
+        scheme, netloc, path = io.parse_location(location, io.properties)
+        return io.fs_by_scheme(scheme, netloc), path
+    return fs.FileSystem.from_uri(location)

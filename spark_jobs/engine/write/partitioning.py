@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,8 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DateType, TimestampNanoType, TimestampType, TimestamptzNanoType, TimestamptzType, TimeType
 
 _PARTITION_COLUMN = "_partition_{}"
+log = logging.getLogger(__name__)
+_FALLBACKS_LOGGED: set[str] = set()
 
 
 def transformed_column(data: pa.Table, schema: Schema, partition_field: PartitionField) -> pa.Array:
@@ -31,8 +34,8 @@ def transformed_column(data: pa.Table, schema: Schema, partition_field: Partitio
         return internal
     try:
         return _as_internal(partition_field.transform.pyarrow_transform(source.field_type)(column))
-    except Exception:
-        pass
+    except (ImportError, NotImplementedError, TypeError, ValueError, pa.ArrowException) as error:
+        _log_fallback_once(str(partition_field.transform), error)
     transform = partition_field.transform.transform(source.field_type)
     distinct = pc.unique(internal)
     results = [transform(value) for value in distinct.to_pylist()]
@@ -79,3 +82,10 @@ def _as_internal(values: pa.Array) -> pa.Array:
     if pa.types.is_timestamp(values.type) or pa.types.is_time(values.type):
         return values.cast(pa.int64())
     return values
+
+
+def _log_fallback_once(transform: str, error: BaseException) -> None:
+    """Say once per transform and process why the per-value Python transform is used instead of Arrow's."""
+    if transform not in _FALLBACKS_LOGGED:
+        _FALLBACKS_LOGGED.add(transform)
+        log.info("partition transform %s computed per distinct value (no Arrow kernel: %s)", transform, error)
