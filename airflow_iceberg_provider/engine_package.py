@@ -2,16 +2,20 @@
 
 The Airflow side never imports ``spark_jobs`` (the command line is the contract); it only locates the installed
 package with ``importlib.util.find_spec``, which does not run it. The zip is named after a hash of the package's
-sources, built once per content in the temp directory and reused, and its name starts with ``spark_jobs`` so the
-jobs see that spark-submit already ships the engine and do not add it again.
+sources, built once per content and reused, and its name starts with ``spark_jobs`` so the jobs see that
+spark-submit already ships the engine and do not add it again. It lives in a directory of this user's only
+(``<temp>/airflow-iceberg-provider-<uid>``, mode 0700, checked to be a real directory this user owns before any
+reuse), so no other local user can plant a zip that the job would run with its credentials.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
 import os
+import stat
 import tempfile
 import zipfile
 from pathlib import Path
@@ -53,15 +57,34 @@ def engine_zip() -> Path:
     for path in sources:
         digest.update(str(path.relative_to(package_dir)).encode())
         digest.update(path.read_bytes())
-    target = (
-        Path(tempfile.gettempdir()) / "airflow-iceberg-provider" / f"{ENGINE_PACKAGE}-{digest.hexdigest()[:16]}.zip"
-    )
+    target = private_directory() / f"{ENGINE_PACKAGE}-{digest.hexdigest()[:16]}.zip"
     if target.exists():
+        _require_private(target, "file")
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sources:
             archive.write(path, Path(ENGINE_PACKAGE) / path.relative_to(package_dir))
     partial.replace(target)
     return target
+
+
+def private_directory() -> Path:
+    """This user's directory for built zips: created with mode 0700, and refused unless it still is private."""
+    directory = Path(tempfile.gettempdir()) / f"airflow-iceberg-provider-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        directory.mkdir(mode=0o700)
+    _require_private(directory, "directory")
+    return directory
+
+
+def _require_private(path: Path, kind: str) -> None:
+    """Refuse a path that is a symlink, not of ``kind``, not owned by this user, or open to others."""
+    status = path.lstat()
+    is_kind = stat.S_ISDIR(status.st_mode) if kind == "directory" else stat.S_ISREG(status.st_mode)
+    open_to_others = status.st_mode & (0o077 if kind == "directory" else 0o022)
+    if not is_kind or status.st_uid != os.getuid() or open_to_others:
+        raise PermissionError(
+            f"{path} is not a private {kind} of this user (owner uid {status.st_uid}, mode "
+            f"{stat.filemode(status.st_mode)}); refusing to use it for the engine zip: remove it"
+        )

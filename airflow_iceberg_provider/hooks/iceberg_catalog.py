@@ -14,20 +14,18 @@ Without a connection (``iceberg_conn_id=None``) the catalog comes from pyiceberg
 
 from __future__ import annotations
 
-import urllib.parse
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.apache.iceberg.hooks.iceberg import IcebergHook
 
 from airflow_iceberg_provider.catalog_env import catalog_env_name, catalog_environment
+from airflow_iceberg_provider.credentials import secret_values
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
 
 CATALOG_NAME_EXTRA = "catalog_name"
-# Values always masked in logs, whatever Airflow's list of sensitive names says.
-_ALWAYS_SECRET_KEYS = frozenset({"credential", "token"})
 
 
 class CatalogNotConfiguredError(ValueError):
@@ -110,20 +108,14 @@ class IcebergCatalogHook(IcebergHook):
         _mask_secrets(properties)
         return catalog_environment(self.catalog_name, properties)
 
+    def secrets(self) -> set[str]:
+        """The secret strings of the connection's catalog properties (``credentials.secret_values``)."""
+        return secret_values(self.catalog_properties())
+
 
 def _mask_secrets(properties: dict[str, Any]) -> None:
-    """Register secret-looking property values (and passwords inside URIs) with Airflow's secrets masker."""
+    """Register every secret in the properties (``credentials.secret_values``) with Airflow's secrets masker."""
     from airflow.sdk.log import mask_secret
 
-    for key, value in properties.items():
-        if value is None or value == "":
-            continue
-        if key in _ALWAYS_SECRET_KEYS:
-            mask_secret(str(value))
-        else:
-            mask_secret(str(value), name=key)
-        if isinstance(value, str) and "://" in value:
-            password = urllib.parse.urlsplit(value).password
-            if password:
-                mask_secret(password)
-                mask_secret(urllib.parse.unquote(password))
+    for secret in secret_values(properties):
+        mask_secret(secret)

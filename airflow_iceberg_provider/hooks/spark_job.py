@@ -7,18 +7,26 @@ available; in cluster deploy modes the driver prints on the cluster and ``job_ou
 
 ``job_env`` (the catalog's ``PYICEBERG_CATALOG__*`` variables) reaches the driver without touching argv where the
 driver is spark-submit's own process (every client deploy mode, YARN and Kubernetes included: SparkSubmitHook would
-also copy ``env_vars`` into ``spark.yarn.appMasterEnv.*`` / ``spark.kubernetes.driverEnv.*`` confs). Only in YARN or
-Kubernetes cluster deploy mode, where the driver starts on the cluster, does it travel as those confs.
+also copy ``env_vars`` into ``spark.yarn.appMasterEnv.*`` / ``spark.kubernetes.driverEnv.*`` confs). In YARN or
+Kubernetes cluster deploy mode, where the driver starts on the cluster, it travels as those confs, written to a
+private properties file (mode 0600, removed when spark-submit ends) instead of the command line: the file starts
+with the caller's ``properties_file`` or, without one, the ``spark-defaults.conf`` spark-submit would have read.
+``secrets`` (the catalog's secret strings) are masked in the logged command and in error messages, whatever their
+property names.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+from airflow_iceberg_provider.credentials import mask_text
 from airflow_iceberg_provider.job_output import JobOutput
 
 
@@ -29,6 +37,8 @@ class SparkJobSubmitHook(SparkSubmitHook):
         super().__init__(*args, **kwargs)
         self.job_output = JobOutput()
         self.job_env: dict[str, str] = {}
+        self.secrets: set[str] = set()
+        self._job_properties_file: str | None = None
 
     @classmethod
     def from_hook(cls, hook: SparkSubmitHook) -> SparkJobSubmitHook:
@@ -37,6 +47,8 @@ class SparkJobSubmitHook(SparkSubmitHook):
         job_hook.__dict__.update(hook.__dict__)
         job_hook.job_output = JobOutput()
         job_hook.job_env = {}
+        job_hook.secrets = set()
+        job_hook._job_properties_file = None
         return job_hook
 
     @property
@@ -52,12 +64,41 @@ class SparkJobSubmitHook(SparkSubmitHook):
             # submit() starts spark-submit with os.environ updated by self._env.
             self._env = {**(self._env or {}), **self.job_env}
             return arguments
-        user_env_vars = self._env_vars
-        self._env_vars = {**(user_env_vars or {}), **self.job_env}
+        if not (self._is_yarn or self._is_kubernetes):
+            # Standalone cluster mode has no driver environment; SparkSubmitHook says so for env_vars.
+            user_env_vars = self._env_vars
+            self._env_vars = {**(user_env_vars or {}), **self.job_env}
+            try:
+                return super()._build_spark_common_args()
+            finally:
+                self._env_vars = user_env_vars
+        prefix = "spark.yarn.appMasterEnv." if self._is_yarn else "spark.kubernetes.driverEnv."
+        user_properties_file = self._properties_file
+        self._remove_job_properties_file()
+        self._job_properties_file = _private_properties_file(
+            user_properties_file or _spark_defaults_file(), {prefix + k: v for k, v in self.job_env.items()}
+        )
+        self._properties_file = self._job_properties_file
         try:
             return super()._build_spark_common_args()
         finally:
-            self._env_vars = user_env_vars
+            self._properties_file = user_properties_file
+
+    def submit(self, application: str = "", **kwargs: Any) -> str | None:
+        """spark-submit, then remove the private properties file (cluster deploy mode) whatever happened."""
+        try:
+            return super().submit(application, **kwargs)
+        finally:
+            self._remove_job_properties_file()
+
+    def _remove_job_properties_file(self) -> None:
+        if self._job_properties_file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self._job_properties_file)
+            self._job_properties_file = None
+
+    def _mask_cmd(self, connection_cmd: str | list[str]) -> str:
+        return mask_text(super()._mask_cmd(connection_cmd), self.secrets)
 
     def submit_environment(self) -> dict[str, str]:
         """The environment spark-submit starts with (after the command was built), for tests and diagnostics."""
@@ -76,3 +117,33 @@ class SparkJobSubmitHook(SparkSubmitHook):
         """spark-submit's exit code once it has finished (``None`` before)."""
         process = getattr(self, "_submit_sp", None)
         return None if process is None else process.returncode
+
+
+def _spark_defaults_file() -> str | None:
+    """The spark-defaults.conf spark-submit reads when no properties file is given (if there is one)."""
+    conf_dir = os.environ.get("SPARK_CONF_DIR") or (
+        str(Path(os.environ["SPARK_HOME"]) / "conf") if os.environ.get("SPARK_HOME") else None
+    )
+    candidate = Path(conf_dir) / "spark-defaults.conf" if conf_dir else None
+    return str(candidate) if candidate is not None and candidate.is_file() else None
+
+
+def _private_properties_file(base: str | None, entries: dict[str, str]) -> str:
+    """A new properties file readable by this user only: ``base``'s lines, then ``entries`` (Java escaping)."""
+    descriptor, path = tempfile.mkstemp(prefix="iceberg-job-", suffix=".conf")
+    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+        if base is not None:
+            stream.write(Path(base).read_text(encoding="utf-8").rstrip("\n") + "\n")
+        for key, value in entries.items():
+            stream.write(f"{_escape(key, key=True)}={_escape(value)}\n")
+    return path
+
+
+def _escape(text: str, *, key: bool = False) -> str:
+    """``text`` for a Java properties file (``java.util.Properties.load``)."""
+    escaped = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    if key:
+        escaped = escaped.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
+    elif escaped.startswith((" ", "\f")):
+        escaped = "\\" + escaped
+    return escaped

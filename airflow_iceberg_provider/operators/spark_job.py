@@ -3,8 +3,9 @@
 1. The command line: the job's arguments from the operator's (rendered) fields, then any ``application_args``.
 2. The catalog: with ``iceberg_conn_id``, the connection's properties become the job's
    ``PYICEBERG_CATALOG__<NAME>__<KEY>`` environment: spark-submit's process environment in local and every client
-   deploy mode (never argv); in YARN or Kubernetes cluster deploy mode, SparkSubmitHook's driver-environment confs;
-   without it, ``catalog`` names a catalog already configured for pyiceberg where the driver runs.
+   deploy mode; in YARN or Kubernetes cluster deploy mode, driver-environment confs in a private properties file
+   (never argv); its secrets are masked in every log line and in the logged command. Without it, ``catalog``
+   names a catalog already configured for pyiceberg where the driver runs.
 3. The engine: a zip of ``spark_jobs`` in ``py_files`` (``ship_engine=True``), or the package installed on the cluster.
 4. The outcome: the job's final JSON line is the XCom value; on failure the task fails with the job's ``error:`` line
    (bad input, exit code 2, fails without retries).
@@ -95,6 +96,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         self.ship_engine = ship_engine
         self.extra_application_args = list(application_args or [])
         self._catalog_env: dict[str, str] = {}
+        self._catalog_secrets: set[str] = set()
         self._declare_table_asset()
 
     # ---- what subclasses provide ----------------------------------------------------------------------------
@@ -126,6 +128,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         self.application = self.application or str(job_script(self.job))
         self.application_args = [*self.job_arguments(catalog_name, context), *self.extra_application_args]
         self._catalog_env = catalog_hook.spark_job_env()
+        self._catalog_secrets = catalog_hook.secrets()
         if self.ship_engine and "spark_jobs" not in (self.py_files or ""):
             self.py_files = ",".join(p for p in (self.py_files, str(engine_zip())) if p)
         self._hook = None
@@ -137,6 +140,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
     def _get_hook(self) -> SparkJobSubmitHook:
         hook = SparkJobSubmitHook.from_hook(super()._get_hook())
         hook.job_env = dict(self._catalog_env)
+        hook.secrets = set(self._catalog_secrets)
         return hook
 
     def _job_failure(self, error: AirflowException) -> AirflowException:

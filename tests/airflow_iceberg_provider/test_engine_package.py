@@ -33,3 +33,58 @@ def test_job_scripts_are_found_and_missing_ones_named() -> None:
     assert job_script("read").name == "read.py"
     with pytest.raises(EnginePackageNotFoundError, match="has no 'vacuum' job"):
         job_script("vacuum")
+
+
+def test_the_zip_directory_is_private_to_this_user() -> None:
+    import os
+    import stat
+
+    directory = engine_zip().parent
+    status = directory.lstat()
+    assert stat.S_ISDIR(status.st_mode) and not stat.S_ISLNK(status.st_mode)
+    assert status.st_uid == os.getuid() and stat.S_IMODE(status.st_mode) == 0o700
+
+
+def test_a_directory_others_can_write_is_refused(monkeypatch, tmp_path) -> None:
+    import os
+    import tempfile
+
+    from airflow_iceberg_provider.engine_package import private_directory
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    planted = tmp_path / f"airflow-iceberg-provider-{os.getuid()}"
+    planted.mkdir(mode=0o777)
+    planted.chmod(0o777)
+    with pytest.raises(PermissionError, match="is not a private directory of this user"):
+        private_directory()
+
+
+def test_a_symlink_in_place_of_the_directory_is_refused(monkeypatch, tmp_path) -> None:
+    import os
+    import tempfile
+
+    from airflow_iceberg_provider.engine_package import private_directory
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / f"airflow-iceberg-provider-{os.getuid()}").symlink_to(elsewhere)
+    with pytest.raises(PermissionError, match="is not a private directory"):
+        private_directory()
+
+
+def test_a_zip_another_user_could_have_replaced_is_refused(monkeypatch, tmp_path) -> None:
+    import tempfile
+
+    from airflow_iceberg_provider import engine_package
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    engine_package.engine_zip.cache_clear()
+    try:
+        built = engine_package.engine_zip()
+        built.chmod(0o666)
+        engine_package.engine_zip.cache_clear()
+        with pytest.raises(PermissionError, match="is not a private file"):
+            engine_package.engine_zip()
+    finally:
+        engine_package.engine_zip.cache_clear()

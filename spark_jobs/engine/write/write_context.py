@@ -44,7 +44,7 @@ class WriteContext:
     sort_order_id: int | None
     properties: dict[str, str]
     table_location: str
-    io_properties: dict[str, str]
+    io_properties: dict[str, str] = field(repr=False)  # storage credentials: shipped, never printed
     write_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @classmethod
