@@ -122,7 +122,9 @@ def _user_error_names() -> set[str]:
 
 def _exception_texts(error: BaseException) -> list[str]:
     """The text of ``error`` and of the exceptions it was raised from, outermost first."""
-    texts, seen, current = [], set(), error
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         texts.append(str(current))

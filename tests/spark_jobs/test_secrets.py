@@ -15,7 +15,7 @@ import pytest
 from spark_jobs import read as read_job
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewrite_contexts
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.write.write_context import WriteContext
 
 SECRETS = {
@@ -28,7 +28,7 @@ SECRETS = {
 @pytest.fixture
 def secret_catalog(monkeypatch, tmp_path):
     """The name of a SQLite catalog whose properties carry credentials, with a table ``ns.t`` of 3 files."""
-    from spark_jobs.engine.catalog import load_catalog
+    from spark_jobs.engine.table.catalog import load_catalog
 
     prefix = "PYICEBERG_CATALOG__WITHSECRETS__"
     monkeypatch.setenv(prefix + "TYPE", "sql")
@@ -52,7 +52,7 @@ def _assert_no_secret(text: str, where: str) -> None:
 
 
 def test_contexts_shipped_to_executors_keep_the_credentials_but_never_print_them(secret_catalog) -> None:
-    from spark_jobs.engine.catalog import load_catalog
+    from spark_jobs.engine.table.catalog import load_catalog
 
     table = load_catalog(secret_catalog).load_table("ns.t")
     session = open_read_session(secret_catalog, "ns.t")

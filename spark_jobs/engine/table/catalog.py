@@ -127,9 +127,9 @@ def _protected_locations(catalog: Catalog, table: Table) -> list[tuple[str, str]
 
     table_name = ".".join(table.name())
     protected = [(f"the location of table {table_name}", table.metadata.location)]
-    warehouse = catalog.properties.get("warehouse")
-    is_location = bool(warehouse) and ("://" in warehouse or warehouse.startswith("/"))
-    last = [("the warehouse root", warehouse)] if is_location else []
+    warehouse = str(catalog.properties.get("warehouse") or "")
+    is_location = "://" in warehouse or warehouse.startswith("/")
+    last: list[tuple[str, str]] = [("the warehouse root", warehouse)] if is_location else []
     namespace = table.name()[:-1]
     try:
         namespace_location = catalog.load_namespace_properties(namespace).get("location")
