@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyiceberg.exceptions import NotInstalledError
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
@@ -34,7 +35,7 @@ def transformed_column(data: pa.Table, schema: Schema, partition_field: Partitio
         return internal
     try:
         return _as_internal(partition_field.transform.pyarrow_transform(source.field_type)(column))
-    except (ImportError, NotImplementedError, TypeError, ValueError, pa.ArrowException) as error:
+    except (ImportError, NotInstalledError, NotImplementedError, TypeError, ValueError, pa.ArrowException) as error:
         _log_fallback_once(str(partition_field.transform), error)
     transform = partition_field.transform.transform(source.field_type)
     distinct = pc.unique(internal)
