@@ -80,12 +80,17 @@ def test_an_output_over_table_or_warehouse_locations_is_refused_before_anything_
     assert read.catalog.load_table(read.name()).scan().to_arrow().num_rows == 10
 
 
-def test_an_output_under_a_regular_file_is_refused(tables, tmp_path) -> None:
+def test_an_output_under_a_regular_file_is_refused(tables, tmp_path, capsys) -> None:
     read, _, _ = tables
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
+    argv = ["--catalog", "testing", "--table", ".".join(read.name()), "--output", f"{blocker}/out"]
     with pytest.raises(UserInputError, match=r"is under .*a-file, which is a regular file"):
-        read_job.main(["--catalog", "testing", "--table", ".".join(read.name()), "--output", f"{blocker}/out"])
+        read_job.main(argv)
+    capsys.readouterr()
+    assert run_job("read", lambda: read_job.main(argv)) == EXIT_USAGE
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and len(lines[0]) < 300 and f"{blocker}/out" in lines[0], lines
 
 
 @pytest.mark.spark
