@@ -6,6 +6,7 @@ merge-on-read reader and compared with the order-independent checksum of the con
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,8 +23,17 @@ from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction import RewritePlan
 from spark_jobs.engine.compaction.candidates import list_candidates
 from spark_jobs.engine.compaction.planner import FileGroup
+from spark_jobs.engine.compaction.range_partitioning import sample_size_per_task
 from spark_jobs.engine.compaction.rewrite_commit import GroupRewrite
 from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewrite_contexts, rewrite_task
+from spark_jobs.engine.compaction.shuffle_tasks import (
+    key_scan_context,
+    needs_sampling,
+    route_task,
+    sample_task,
+    wave_ranges,
+    write_output,
+)
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.file_entries import to_data_file
@@ -131,6 +141,38 @@ def rewrite_locally(table: Table, plan: RewritePlan, groups: list[FileGroup] | N
     metrics = ScanMetrics()
     for task in tasks:
         written[task.group_index] += rewrite_task(task, contexts, metrics)
+    return [GroupRewrite(group, tuple(written[group.global_index])) for group in groups]
+
+
+def shuffle_rewrite_locally(
+    table: Table, plan: RewritePlan, groups: list[FileGroup] | None = None
+) -> list[GroupRewrite]:
+    """A sort or z-order rewrite of ``groups`` in this process: sample, bounds, route, shuffle by key, write."""
+    groups = list(plan.groups if groups is None else groups)
+    strategy = plan.strategy
+    keys = strategy.keys
+    assert keys is not None
+    tasks = plan_rewrite_tasks(table, groups)
+    contexts = rewrite_contexts(table, plan, tasks)
+    metrics = ScanMetrics()
+    sampling = key_scan_context(contexts, keys)
+    samples: dict[int, list] = {}
+    for task in tasks:
+        group = next(g for g in groups if g.global_index == task.group_index)
+        if needs_sampling(group, strategy.shuffle_partitions_per_file):
+            size = sample_size_per_task(group.expected_output_files * strategy.shuffle_partitions_per_file, len(tasks))
+            samples.setdefault(task.group_index, []).append(sample_task(task, sampling, keys, size, metrics))
+    ranges = {r.group_index: r for r in wave_ranges(groups, samples, keys, strategy.shuffle_partitions_per_file)}
+    routed = sorted(
+        (item for task in tasks for item in route_task(task, contexts, keys, ranges[task.group_index], metrics)),
+        key=lambda item: item[0],
+    )
+    written: dict[int, list] = {group.global_index: [] for group in groups}
+    for output, chunks in itertools.groupby(routed, key=lambda item: item[0][0]):
+        group_index = next(
+            r.group_index for r in ranges.values() if r.first_output <= output < r.first_output + r.outputs
+        )
+        written[group_index] += write_output(list(chunks), contexts, keys, f"g{group_index}-o{output}")
     return [GroupRewrite(group, tuple(written[group.global_index])) for group in groups]
 
 

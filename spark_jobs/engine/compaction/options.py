@@ -1,4 +1,4 @@
-"""The options of a bin-pack rewrite, with Iceberg Java's names, defaults and checks (RewriteDataFiles).
+"""The options of a data file rewrite, with Iceberg Java's names, defaults and checks (RewriteDataFiles).
 
 Defaults, as Java's ``SizeBasedFileRewritePlanner``, ``BinPackRewriteFilePlanner`` and ``RewriteDataFilesSparkAction``
 define them:
@@ -9,6 +9,10 @@ define them:
 3. ``min-input-files`` 5, ``delete-file-threshold`` Integer.MAX_VALUE, ``delete-ratio-threshold`` 0.3,
    ``max-file-group-size-bytes`` 100 GiB, ``rewrite-all`` false.
 4. ``max-concurrent-file-group-rewrites`` 5, ``partial-progress.enabled`` false, ``partial-progress.max-commits`` 10.
+5. ``rewrite-job-order`` none (``bytes-asc|bytes-desc|files-asc|files-desc|none``), ``output-spec-id`` the table's
+   current spec (checked against the table by the planner), ``remove-dangling-deletes`` false.
+6. ``compression-factor`` 1.0: the sort and z-order planner's (``SparkShufflingDataRewritePlanner``) estimate of how
+   the output compresses against the input; the expected output file count is computed on ``input * factor``.
 
 A value that breaks one of Java's preconditions is a ``UserInputError`` with Java's wording of the rule.
 """
@@ -31,6 +35,9 @@ DEFAULT_DELETE_RATIO_THRESHOLD = 0.3
 DEFAULT_MAX_FILE_GROUP_SIZE = 100 * 1024 * 1024 * 1024
 DEFAULT_MAX_CONCURRENT_FILE_GROUP_REWRITES = 5
 DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS = 10
+REWRITE_JOB_ORDERS = ("bytes-asc", "bytes-desc", "files-asc", "files-desc", "none")
+DEFAULT_REWRITE_JOB_ORDER = "none"
+DEFAULT_COMPRESSION_FACTOR = 1.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,10 @@ class RewriteOptions:
     partial_progress_enabled: bool = False
     partial_progress_max_commits: int = DEFAULT_PARTIAL_PROGRESS_MAX_COMMITS
     rewrite_all: bool = False
+    rewrite_job_order: str = DEFAULT_REWRITE_JOB_ORDER
+    output_spec_id: int | None = None  # None: the table's current spec
+    remove_dangling_deletes: bool = False
+    compression_factor: float = DEFAULT_COMPRESSION_FACTOR
 
     def __post_init__(self) -> None:
         _check_sizes(self.target_file_size_bytes, self.min_file_size_bytes, self.max_file_size_bytes)
@@ -71,6 +82,11 @@ class RewriteOptions:
             self.partial_progress_max_commits,
             "must be positive when partial-progress.enabled is true",
         )
+        if self.rewrite_job_order not in REWRITE_JOB_ORDERS:
+            raise UserInputError(
+                f"Invalid rewrite job order name: {self.rewrite_job_order} (one of {', '.join(REWRITE_JOB_ORDERS)})"
+            )
+        _require(self.compression_factor > 0, "compression-factor", self.compression_factor, "must be > 0")
 
     @classmethod
     def resolve(
@@ -89,7 +105,7 @@ class RewriteOptions:
         given = {name: value for name, value in others.items() if value is not None}
         return cls(target, minimum, maximum, **given)  # type: ignore[arg-type]
 
-    def as_dict(self) -> dict[str, int | float | bool]:
+    def as_dict(self) -> dict[str, int | float | bool | str | None]:
         """The options under Java's option names, for the job's JSON line."""
         return {_java_name(name): value for name, value in asdict(self).items()}
 

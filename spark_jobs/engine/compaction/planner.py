@@ -1,4 +1,7 @@
-"""Plan a bin-pack rewrite of a snapshot's data files by Iceberg Java's rules (``BinPackRewriteFilePlanner``).
+"""Plan a rewrite of a snapshot's data files by Iceberg Java's rules (``BinPackRewriteFilePlanner``).
+
+Sort and z-order rewrites plan the same way (Java's ``SparkShufflingDataRewritePlanner`` is the bin-pack planner with
+a ``compression-factor`` applied to the expected output file count, ``sizing``).
 
 1. Candidates: the snapshot's data files that may match ``where``, each with the deletes that apply
    (``candidates``).
@@ -15,9 +18,12 @@
    target), too much content (more bytes than ``max-file-size-bytes``), or a file with too many deletes or too
    high a delete ratio.
 6. Each kept group gets a global index (from 1, in plan order), an index within its partition, its input size,
-   the expected output file count and the input split size (``sizing``). With partial progress, groups are
-   committed ``ceil(groups / max-commits)`` at a time.
-7. The delete files that apply only to files of the plan (``dangling_deletes``, over all live data files, not only
+   the expected output file count and the input split size (``sizing``). Groups are then ordered by
+   ``rewrite-job-order`` (a stable sort on input bytes or file count; ``none`` keeps plan order). With partial
+   progress, groups are committed ``ceil(groups / max-commits)`` at a time, in that order.
+7. The output spec is ``output-spec-id`` (default: the current spec), which must be one of the table's specs; files
+   are still grouped by the current spec's partitions, as Java does.
+8. The delete files that apply only to files of the plan (``dangling_deletes``, over all live data files, not only
    the filtered ones) are named, for the commit to remove.
 """
 
@@ -36,7 +42,9 @@ from spark_jobs.engine.compaction.candidates import RewriteCandidate, list_candi
 from spark_jobs.engine.compaction.dangling_deletes import DeleteKey, DeleteUsage
 from spark_jobs.engine.compaction.options import RewriteOptions
 from spark_jobs.engine.compaction.sizing import expected_output_files, input_split_size, write_max_file_size
+from spark_jobs.engine.compaction.strategy import BINPACK_STRATEGY, RewriteStrategy
 from spark_jobs.engine.planning.delete_index import partition_key
+from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 
 PartitionValues = tuple[Any, ...]
@@ -82,8 +90,8 @@ class RewritePlan:
 
     table_name: str
     snapshot_id: int | None
-    output_spec_id: int
-    partition_fields: tuple[str, ...]  # names of the output spec's partition fields
+    output_spec_id: int  # the spec the rewritten files are written with
+    partition_fields: tuple[str, ...]  # names of the current spec's partition fields (what groups are keyed by)
     options: RewriteOptions
     groups: tuple[FileGroup, ...]
     candidate_files: int  # data files that may match the filter, before any rule
@@ -91,6 +99,7 @@ class RewritePlan:
     write_max_file_size: int
     freed_delete_files: frozenset[DeleteKey]  # delete files (DVs: with blob offset) applying only to planned files
     freed_delete_locations: frozenset[str]  # locations all of whose entries are freed (a Puffin file: every DV)
+    strategy: RewriteStrategy = BINPACK_STRATEGY
 
     @property
     def groups_per_commit(self) -> int:
@@ -111,6 +120,7 @@ class RewritePlan:
             "table": self.table_name,
             "snapshot_id": self.snapshot_id,
             "output_spec_id": self.output_spec_id,
+            **self.strategy.as_dict(),
             "options": self.options.as_dict(),
             "candidate_data_files": self.candidate_files,
             "candidate_bytes": self.candidate_bytes,
@@ -149,19 +159,21 @@ def plan_rewrite(
     where: BooleanExpression | str | None = None,
     case_sensitive: bool = True,
     metrics: ScanMetrics | None = None,
+    strategy: RewriteStrategy = BINPACK_STRATEGY,
 ) -> RewritePlan:
     """Plan the rewrite of ``snapshot`` (steps in the module docstring); None plans nothing (an empty table)."""
     candidates = list_candidates(table, snapshot, where, case_sensitive=case_sensitive, metrics=metrics)
-    output_spec = table.spec()
-    groups = plan_groups(candidates, output_spec.spec_id, len(output_spec.fields), options)
+    current_spec = table.spec()
+    output_spec_id = resolve_output_spec_id(table, options)
+    groups = order_groups(plan_groups(candidates, current_spec.spec_id, len(current_spec.fields), options), options)
     all_files = candidates if _filters_nothing(where) else list_candidates(table, snapshot, None)
     replaced = [candidate.path for group in groups for candidate in group.files]
     usage = DeleteUsage(all_files)
     return RewritePlan(
         table_name=".".join(table.name()),
         snapshot_id=snapshot.snapshot_id if snapshot is not None else None,
-        output_spec_id=output_spec.spec_id,
-        partition_fields=tuple(field.name for field in output_spec.fields),
+        output_spec_id=output_spec_id,
+        partition_fields=tuple(field.name for field in current_spec.fields),
         options=options,
         groups=tuple(groups),
         candidate_files=len(candidates),
@@ -169,7 +181,36 @@ def plan_rewrite(
         write_max_file_size=write_max_file_size(options),
         freed_delete_files=frozenset(usage.freed_by(replaced)),
         freed_delete_locations=frozenset(usage.freed_locations_by(replaced)),
+        strategy=strategy,
     )
+
+
+def resolve_output_spec_id(table: Table, options: RewriteOptions) -> int:
+    """``output-spec-id``, or the current spec's id; a spec the table does not have is a UserInputError."""
+    if options.output_spec_id is None:
+        return table.spec().spec_id
+    if options.output_spec_id not in table.specs():
+        raise UserInputError(
+            f"table {'.'.join(table.name())}: Cannot use output spec id {options.output_spec_id} because the table "
+            f"does not contain a reference to this spec-id (spec ids: {sorted(table.specs())})"
+        )
+    return options.output_spec_id
+
+
+_JOB_ORDER_KEYS = {
+    "bytes-asc": (lambda group: group.input_bytes, False),
+    "bytes-desc": (lambda group: group.input_bytes, True),
+    "files-asc": (lambda group: len(group.files), False),
+    "files-desc": (lambda group: len(group.files), True),
+}
+
+
+def order_groups(groups: list[FileGroup], options: RewriteOptions) -> list[FileGroup]:
+    """Groups in ``rewrite-job-order`` (Java's ``RewriteFileGroup.comparator``, a stable sort; none: as planned)."""
+    if options.rewrite_job_order not in _JOB_ORDER_KEYS:
+        return groups
+    key, descending = _JOB_ORDER_KEYS[options.rewrite_job_order]
+    return sorted(groups, key=key, reverse=descending)
 
 
 def _filters_nothing(where: BooleanExpression | str | None) -> bool:

@@ -4,8 +4,9 @@
    on row-group boundaries and packed into tasks of the group's input split size with no open-file cost (as Java
    reads a group), so each task writes about one output file. Tasks never mix groups.
 2. ``rewrite_contexts``: the scan context reads every column of the table's current schema (plus the columns only
-   equality deletes name, e.g. of a dropped column); the write context writes the current schema with the default
-   partition spec and sort order, rolling files at the plan's writer max file size (Java's ``writeMaxFileSize``).
+   equality deletes name, e.g. of a dropped column); the write context writes the current schema with the plan's
+   output spec (``output-spec-id``) and the table's sort order (a sort or z-order rewrite sorts rows itself and marks
+   files with its own order's id), rolling files at the plan's writer max file size (Java's ``writeMaxFileSize``).
 3. ``rewrite_task`` (on an executor): the task's surviving rows (position deletes, deletion vectors and equality
    deletes applied), split by the output spec's partitions, sorted by the table's sort order, written; returns the
    written files as plain dicts (``write.file_entries``). The rows stream: each batch the reader yields goes to a
@@ -78,7 +79,10 @@ def rewrite_contexts(table: Table, plan: RewritePlan, tasks: list[RewriteTask]) 
     scan = build_scan_context(table, schema, schema.fields, [data_file for task in tasks for data_file in task.slices])
     write = WriteContext.for_table(table)
     properties = {**write.properties, TableProperties.WRITE_TARGET_FILE_SIZE_BYTES: str(plan.write_max_file_size)}
-    return RewriteContexts(scan=scan, write=dataclasses.replace(write, properties=properties))
+    write = dataclasses.replace(write, properties=properties, default_spec_id=plan.output_spec_id)
+    if plan.strategy.is_shuffling:  # rows arrive sorted by the strategy's keys; files carry its sort order id
+        write = dataclasses.replace(write, sort_order_json=None, sort_order_id=plan.strategy.output_sort_order_id)
+    return RewriteContexts(scan=scan, write=write)
 
 
 def read_task_batches(task: RewriteTask, context: ScanContext, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:

@@ -4,7 +4,8 @@ Java's ``SizeBasedFileRewritePlanner``:
 
 1. ``write_max_file_size``: ``(long) (target + (max - target) * 0.5)``, the size a writer may grow a file to before
    rolling, so compression noise does not leave a tiny remainder file.
-2. ``expected_output_files(input)``: 1 when the input is below the target. Otherwise ceil(input / target) when the
+2. ``expected_output_files(input)``: computed on ``input * compression-factor`` (1.0 unless a sort or z-order rewrite
+   sets it; at least 1 file). 1 when the input is below the target. Otherwise ceil(input / target) when the
    remainder ``input mod target`` exceeds the min file size (the remainder file is big enough to keep); else
    floor(input / target) when spreading the remainder keeps the average below ``min(1.1 * target,
    write_max_file_size)``; else ceil(input / target).
@@ -27,9 +28,11 @@ def write_max_file_size(options: RewriteOptions) -> int:
 
 def expected_output_files(input_size: int, options: RewriteOptions) -> int:
     """The number of files a group of ``input_size`` bytes should be written into (the remainder rule above)."""
+    if options.compression_factor != 1.0:  # Java: (long) (inputSize * compressionFactor), shuffling rewrites only
+        input_size = int(input_size * options.compression_factor)
     target = options.target_file_size_bytes
     if input_size < target:
-        return 1
+        return 1  # also when the compression factor brings the size to 0: Java's max(1, ...)
     with_remainder = -(-input_size // target)
     without_remainder = input_size // target
     average_without_remainder = input_size // without_remainder

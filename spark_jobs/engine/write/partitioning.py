@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from pyiceberg.exceptions import NotInstalledError
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.transforms import IdentityTransform
+from pyiceberg.transforms import IdentityTransform, Transform
 from pyiceberg.types import DateType, TimestampNanoType, TimestampType, TimestamptzNanoType, TimestamptzType, TimeType
 
 _PARTITION_COLUMN = "_partition_{}"
@@ -30,17 +30,22 @@ def transformed_column(data: pa.Table, schema: Schema, partition_field: Partitio
     """The partition field's values for every row of ``data`` (Iceberg internal representation)."""
     source = schema.find_field(partition_field.source_id)
     column = data.column(schema.find_column_name(partition_field.source_id)).combine_chunks()
-    internal = _internal_values(column, source.field_type)
-    if isinstance(partition_field.transform, IdentityTransform):
+    return transform_values(column, source.field_type, partition_field.transform)
+
+
+def transform_values(column: pa.Array, source_type: Any, transform: Transform) -> pa.Array:
+    """``transform`` applied to every value of ``column`` (of Iceberg type ``source_type``), as internal values."""
+    internal = _internal_values(column, source_type)
+    if isinstance(transform, IdentityTransform):
         return internal
     try:
-        return _as_internal(partition_field.transform.pyarrow_transform(source.field_type)(column))
+        return _as_internal(transform.pyarrow_transform(source_type)(column))
     except (ImportError, NotInstalledError, NotImplementedError, TypeError, ValueError, pa.ArrowException) as error:
-        _log_fallback_once(str(partition_field.transform), error)
-    transform = partition_field.transform.transform(source.field_type)
+        _log_fallback_once(str(transform), error)
+    apply = transform.transform(source_type)
     distinct = pc.unique(internal)
-    results = [transform(value) for value in distinct.to_pylist()]
-    result_type = partition_field.transform.result_type(source.field_type)
+    results = [apply(value) for value in distinct.to_pylist()]
+    result_type = transform.result_type(source_type)
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     arrow_type = schema_to_pyarrow(result_type)

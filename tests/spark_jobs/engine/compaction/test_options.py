@@ -22,6 +22,10 @@ def test_java_defaults_without_table_property():
         "partial-progress.enabled": False,
         "partial-progress.max-commits": 10,
         "rewrite-all": False,
+        "rewrite-job-order": "none",
+        "output-spec-id": None,
+        "remove-dangling-deletes": False,
+        "compression-factor": 1.0,
     }
 
 
@@ -56,6 +60,8 @@ def test_explicit_values_win_and_none_means_default():
         ({"delete_ratio_threshold": 1.5}, "must be <= 1"),
         ({"max_file_group_size_bytes": 0}, "'max-file-group-size-bytes' is set to 0"),
         ({"max_concurrent_file_group_rewrites": 0}, "'max-concurrent-file-group-rewrites' is set to 0"),
+        ({"rewrite_job_order": "size-asc"}, "Invalid rewrite job order name: size-asc"),
+        ({"compression_factor": 0.0}, "'compression-factor' is set to 0.0 but must be > 0"),
         (
             {"partial_progress_enabled": True, "partial_progress_max_commits": 0},
             "must be positive when partial-progress.enabled is true",

@@ -245,3 +245,55 @@ def _fields(options: RewriteOptions) -> dict:
 def _plan_of(files: list[RewriteCandidate], options: RewriteOptions):
     """The planner's groups for candidates built in memory (output spec 1 with one partition field)."""
     return plan_groups(files, 1, 1, options)
+
+
+# -- rewrite-job-order, compression-factor, output-spec-id ------------------------------------------------------
+
+
+def test_rewrite_job_order_sorts_numbered_groups_stably():
+    import dataclasses
+
+    from spark_jobs.engine.compaction.planner import order_groups
+
+    files = [_file(40, partition=("a",)) for _ in range(5)] + [_file(30, partition=("b",)) for _ in range(6)]
+    files += [_file(40, partition=("c",)) for _ in range(5)]
+    options = RewriteOptions(
+        target_file_size_bytes=100, min_file_size_bytes=75, max_file_size_bytes=180, max_file_group_size_bytes=200
+    )
+    groups = _plan_of(files, options)  # a: 200 bytes / 5 files, b: 180 / 6, c: 200 / 5
+    assert [g.global_index for g in groups] == [1, 2, 3]
+
+    def order(name: str) -> list[int]:
+        return [g.global_index for g in order_groups(groups, dataclasses.replace(options, rewrite_job_order=name))]
+
+    assert order("none") == [1, 2, 3]
+    assert order("bytes-asc") == [2, 1, 3]
+    assert order("bytes-desc") == [1, 3, 2]  # equal sizes keep plan order, as Java's stable sort
+    assert order("files-asc") == [1, 3, 2]
+    assert order("files-desc") == [2, 1, 3]
+
+
+def test_compression_factor_scales_the_expected_output_files():
+    from spark_jobs.engine.compaction.sizing import expected_output_files
+
+    options = RewriteOptions(target_file_size_bytes=100, min_file_size_bytes=75, max_file_size_bytes=180)
+    assert expected_output_files(400, options) == 4
+    import dataclasses
+
+    assert expected_output_files(400, dataclasses.replace(options, compression_factor=0.5)) == 2
+    assert expected_output_files(400, dataclasses.replace(options, compression_factor=2.0)) == 8
+    assert expected_output_files(400, dataclasses.replace(options, compression_factor=0.001)) == 1  # at least one
+
+
+def test_output_spec_id_must_be_a_spec_of_the_table(conformance_catalog):
+    import pytest
+
+    from spark_jobs.engine.errors import UserInputError
+
+    table = conformance_catalog.load_table("corpus.partition_evolution")
+    options = RewriteOptions.resolve({}, target_file_size_bytes=MIB, min_input_files=2, output_spec_id=0)
+    plan = plan_rewrite(table, table.current_snapshot(), options)
+    assert plan.output_spec_id == 0 and plan.as_dict()["output_spec_id"] == 0
+    assert plan.partition_fields == tuple(f.name for f in table.spec().fields)  # still grouped by the current spec
+    with pytest.raises(UserInputError, match="Cannot use output spec id 42 because the table does not contain"):
+        plan_rewrite(table, table.current_snapshot(), RewriteOptions.resolve({}, output_spec_id=42))
