@@ -1,17 +1,25 @@
-"""Bin-pack compaction of an Iceberg table with Iceberg Java's RewriteDataFiles rules, as a spark-submit job.
+"""Compaction of an Iceberg table with Iceberg Java's RewriteDataFiles rules (bin-pack, sort, z-order), as a job.
 
 Command line (catalog properties come from pyiceberg's configuration, never from here)::
 
     spark-submit spark_jobs/compact.py --catalog NAME --table NS.TABLE [--where EXPR]
+        [--strategy binpack|sort] [--sort-order 'c1 [asc|desc] [nulls first|last], ...' | 'zorder(c1,c2,...)']
         [--target-file-size-bytes N] [--min-file-size-bytes N] [--max-file-size-bytes N] [--min-input-files N]
-        [--delete-file-threshold N] [--delete-ratio-threshold F] [--max-file-group-size-bytes N]
-        [--max-concurrent-file-group-rewrites N] [--partial-progress [--max-commits N]] [--dry-run]
+        [--delete-file-threshold N] [--delete-ratio-threshold F] [--max-file-group-size-bytes N] [--rewrite-all]
+        [--max-concurrent-file-group-rewrites N] [--partial-progress [--max-commits N]]
+        [--rewrite-job-order bytes-asc|bytes-desc|files-asc|files-desc|none] [--output-spec-id N]
+        [--remove-dangling-deletes] [--compression-factor F] [--shuffle-partitions-per-file N]
+        [--var-length-contribution N] [--max-output-size N] [--dry-run]
 
-``--dry-run`` plans on the driver and prints the plan (file groups, input files, bytes and rows, delete files,
-expected output files, commits) as the final JSON line; it commits nothing and starts no Spark session. Without it,
-the groups are rewritten on the executors through the merge-on-read reader (deletes folded in) and committed as
-``replace`` snapshots with the starting data sequence number (``spark_jobs.spark.compact``); the final JSON
-line carries the snapshot ids, what was added and removed, rows and seconds per phase.
+``--strategy sort`` sorts each file group's rows by ``--sort-order`` (default: the table's sort order; a table
+without one is refused), range-partitioned so output files cover key ranges that do not overlap; ``--sort-order
+'zorder(a, b)'`` orders them by the interleaved bits of the columns instead. Options keep Java's names and defaults.
+
+``--dry-run`` plans on the driver and prints the plan in words, then as the final JSON line (file groups, input
+files, bytes and rows, delete files, expected output files, commits); it commits nothing and starts no Spark
+session. Without it, the groups are rewritten on the executors through the merge-on-read reader (deletes folded in)
+and committed as ``replace`` snapshots with the starting data sequence number (``spark_jobs.spark.compact``);
+the final JSON line carries the snapshot ids, what was added and removed, rows and seconds per phase.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS
+from spark_jobs.engine.compaction.strategy import STRATEGIES
 from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
 
 
@@ -34,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--catalog", required=True, help="catalog name in pyiceberg's configuration")
     parser.add_argument("--table", required=True, help="table identifier NAMESPACE.TABLE")
     parser.add_argument("--where", help="rewrite only files that may hold rows matching this pyiceberg row filter")
+    parser.add_argument("--strategy", choices=STRATEGIES, help="binpack (default) or sort")
+    parser.add_argument("--sort-order", help="sort: 'c1 [asc|desc] [nulls first|last], ...' or 'zorder(c1,c2,...)'")
     parser.add_argument("--target-file-size-bytes", type=int, help="default: write.target-file-size-bytes or 512 MiB")
     parser.add_argument("--min-file-size-bytes", type=int, help="default: 0.75 x target")
     parser.add_argument("--max-file-size-bytes", type=int, help="default: 1.8 x target")
@@ -44,6 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-concurrent-file-group-rewrites", type=int, help="default: 5")
     parser.add_argument("--partial-progress", action="store_true", help="commit groups in batches as they finish")
     parser.add_argument("--max-commits", type=int, help="with --partial-progress: at most this many commits (10)")
+    parser.add_argument("--rewrite-all", action="store_true", help="rewrite every file the filter selects")
+    parser.add_argument("--rewrite-job-order", choices=REWRITE_JOB_ORDERS, help="order of file groups (none)")
+    parser.add_argument("--output-spec-id", type=int, help="partition spec of the output files (default: current)")
+    parser.add_argument(
+        "--remove-dangling-deletes", action="store_true", help="then remove delete files no data file needs"
+    )
+    parser.add_argument("--compression-factor", type=float, help="sort/z-order: output size / input size (1.0)")
+    parser.add_argument("--shuffle-partitions-per-file", type=int, help="sort/z-order: sorted ranges per file (1)")
+    parser.add_argument("--var-length-contribution", type=int, help="z-order: bytes of a string or binary (8)")
+    parser.add_argument("--max-output-size", type=int, help="z-order: bytes of the interleaved value (all)")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and commit nothing")
     return parser
 
@@ -51,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the compact job; returns the result the last stdout line carries."""
     from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
+    from spark_jobs.engine.compaction.strategy import resolve_strategy
     from spark_jobs.engine.table.catalog import load_catalog, load_table
 
     args = build_parser().parse_args(argv)
@@ -58,6 +81,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         raise UsageError("spark_jobs/compact.py: --max-commits needs --partial-progress")
     started = time.perf_counter()
     table = load_table(load_catalog(args.catalog), args.table)
+    strategy = resolve_strategy(
+        table,
+        args.strategy,
+        args.sort_order,
+        compression_factor=args.compression_factor,
+        shuffle_partitions_per_file=args.shuffle_partitions_per_file,
+        var_length_contribution=args.var_length_contribution,
+        max_output_size=args.max_output_size,
+    )
     options = RewriteOptions.resolve(
         table.properties,
         target_file_size_bytes=args.target_file_size_bytes,
@@ -70,11 +102,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         max_concurrent_file_group_rewrites=args.max_concurrent_file_group_rewrites,
         partial_progress_enabled=args.partial_progress,
         partial_progress_max_commits=args.max_commits,
+        rewrite_all=args.rewrite_all or None,
+        rewrite_job_order=args.rewrite_job_order,
+        output_spec_id=args.output_spec_id,
+        remove_dangling_deletes=args.remove_dangling_deletes or None,
+        compression_factor=args.compression_factor,
     )
-    plan = plan_rewrite(table, table.current_snapshot(), options, where=args.where)
+    plan = plan_rewrite(table, table.current_snapshot(), options, where=args.where, strategy=strategy)
     seconds = {"plan": round(time.perf_counter() - started, 3)}
     if not args.dry_run:
         return _rewrite(table, plan, seconds)
+    print(describe_plan(plan), flush=True)
     operation = "replace" if plan.groups else None  # what a rewrite of this plan would commit
     return {
         "status": "ok",
@@ -99,7 +137,56 @@ def _rewrite(table: Any, plan: Any, seconds: dict[str, float]) -> dict[str, Any]
     engine_on_executors(spark)
     outcome = run_rewrite(spark, table, plan)
     seconds.update({phase: round(value, 3) for phase, value in outcome.seconds.items()})
-    return {**_summary(plan, outcome), "seconds": seconds}
+    summary = _summary(plan, outcome)
+    if plan.options.remove_dangling_deletes and outcome.commits:
+        started = time.perf_counter()
+        summary.update(_remove_dangling_deletes(table))
+        seconds["remove_dangling_deletes"] = round(time.perf_counter() - started, 3)
+    return {**summary, "seconds": seconds}
+
+
+def _remove_dangling_deletes(table: Any) -> dict[str, Any]:
+    """Java's remove-dangling-deletes after the rewrite: one more ``replace`` removing deletes nothing needs."""
+    from spark_jobs.engine.commit.committer import commit_change
+    from spark_jobs.engine.compaction.dangling_deletes import dangling_deletes_change, find_dangling_deletes
+
+    table.refresh()
+    start = table.current_snapshot()
+    dangling = find_dangling_deletes(table, start)
+    if not dangling.locations:
+        return {"dangling_delete_files_removed": 0}
+    result = commit_change(table, dangling_deletes_change(dangling), starting_snapshot_id=start.snapshot_id)
+    return {
+        "dangling_delete_files_removed": len(dangling.locations),
+        "dangling_deletes_snapshot_id": result.snapshot_id,
+        "snapshot_id": result.snapshot_id,
+    }
+
+
+def describe_plan(plan: Any) -> str:
+    """The plan in words, one line per group (what ``--dry-run`` prints before its JSON line)."""
+    strategy = plan.strategy
+    how = strategy.java_name if not strategy.is_shuffling else f"{strategy.java_name} by {strategy.description}"
+    if not plan.groups:
+        return (
+            f"plan: nothing to rewrite in {plan.table_name} at snapshot {plan.snapshot_id} "
+            f"({plan.candidate_files} candidate data files, none selected by the {how} rules)"
+        )
+    summary = plan.as_dict()
+    lines = [
+        f"plan: {how} rewrite of {plan.table_name} at snapshot {plan.snapshot_id}: {summary['rewritten_data_files']} "
+        f"data files ({summary['rewritten_bytes']} bytes, {summary['rewritten_rows']} rows) in "
+        f"{summary['file_groups']} file groups into about {summary['expected_output_files']} files of spec "
+        f"{plan.output_spec_id}, {summary['expected_commits']} replace commit(s); {summary['delete_files']} delete "
+        f"files apply, {summary['delete_files_freed']} would be removed"
+    ]
+    for group in summary["groups"]:
+        partition = ", ".join(f"{name}={value}" for name, value in group["partition"].items()) or "unpartitioned"
+        lines.append(
+            f"  group {group['global_index']} ({partition}): {group['input_files']} files, {group['input_bytes']} "
+            f"bytes -> {group['expected_output_files']} file(s)"
+        )
+    return "\n".join(lines)
 
 
 def _summary(plan: Any, outcome: Any) -> dict[str, Any]:
@@ -115,6 +202,7 @@ def _summary(plan: Any, outcome: Any) -> dict[str, Any]:
         "job": "compact",
         "dry_run": False,
         "table": plan.table_name,
+        **plan.strategy.as_dict(),
         "starting_snapshot_id": plan.snapshot_id,
         "snapshot_id": commits[-1].snapshot_id if commits else plan.snapshot_id,
         "snapshot_ids": [commit.snapshot_id for commit in commits],

@@ -1,4 +1,4 @@
-"""Run a planned bin-pack rewrite on Spark: groups rewritten on the executors, ``replace`` commits on the driver.
+"""Run a planned rewrite on Spark: groups rewritten on the executors, ``replace`` commits on the driver.
 
 1. Refuse tables the commit machinery cannot write (format v2 only) before any work.
 2. Per batch of ``plan.groups_per_commit`` groups (all of them without partial progress): the batch's groups are
@@ -8,6 +8,8 @@
    each returns the files it wrote, and an accumulator sums the reader's counters. Java keeps up to N groups in
    flight on a thread pool, one Spark job per group; here the next wave starts when the slowest group of the
    previous one is done, which keeps one job per wave and the bound easy to see (``RewriteOutcome.waves``).
+   Sort and z-order rewrites run each wave as a sample, a shuffle by key range and sorted writes instead
+   (``spark_shuffle_rewrite``).
 3. The batch is committed (``compaction.rewrite_commit``) as one ``replace`` snapshot with the starting data
    sequence number, validated from the starting snapshot.
 4. Files named with the batch's write id that its commit does not name (files of retried Spark tasks) are deleted
@@ -43,6 +45,7 @@ from spark_jobs.engine.compaction.rewrite_tasks import (
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.job_files import delete_leftovers
 from spark_jobs.spark.scan import ScanMetricsParam
+from spark_jobs.spark.shuffle_rewrite import run_shuffle_wave
 from spark_jobs.spark.write import task_attempt_tag
 
 log = logging.getLogger(__name__)
@@ -88,7 +91,11 @@ def rewrite_groups(
             wave_tasks = [task for task in tasks if task.group_index in in_wave]
             if not wave_tasks:
                 continue
-            for group_index, written in _run_wave(spark, wave_tasks, contexts, counters):
+            if plan.strategy.is_shuffling:  # sort and z-order: a shuffle by key range per wave
+                results = run_shuffle_wave(spark, plan.strategy, wave, wave_tasks, contexts, counters=counters)
+            else:
+                results = _run_wave(spark, wave_tasks, contexts, counters)
+            for group_index, written in results:
                 written_by_group[group_index].append(written)
             if outcome is not None:
                 outcome.waves += 1
