@@ -1,4 +1,4 @@
-"""Table maintenance as a spark-submit job: expire snapshots, remove orphan files.
+"""Table maintenance as a spark-submit job: expire snapshots, remove orphan files, rewrite deletes and manifests.
 
 Command line (catalog properties come from pyiceberg's configuration, never from here)::
 
@@ -6,13 +6,21 @@ Command line (catalog properties come from pyiceberg's configuration, never from
         [--older-than TS] [--retain-last N] [--dry-run]
     spark-submit spark_jobs/maintain.py remove-orphan-files --catalog NAME --table NS.TABLE
         [--older-than TS] [--allow-short-retention] [--dry-run]
+    spark-submit spark_jobs/maintain.py rewrite-position-deletes --catalog NAME --table NS.TABLE [--where EXPR]
+        [--target-file-size-bytes N] [--min-file-size-bytes N] [--max-file-size-bytes N] [--min-input-files N]
+        [--max-file-group-size-bytes N] [--rewrite-all] [--rewrite-job-order ORDER]
+        [--partial-progress [--max-commits N]] [--dry-run]
+    spark-submit spark_jobs/maintain.py rewrite-manifests --catalog NAME --table NS.TABLE
+        [--spec-id N] [--sort-by FIELD,...] [--dry-run]
 
 ``TS`` is epoch milliseconds or ISO-8601 (no zone means UTC). Defaults as Iceberg Java: expire-snapshots keeps
 snapshots newer than ``history.expire.max-snapshot-age-ms`` (5 days) and at least
 ``history.expire.min-snapshots-to-keep`` (1) per branch; remove-orphan-files takes files older than 3 days and
-refuses a time later than 24 hours ago (exit 2) unless ``--allow-short-retention`` is given. The work
-is metadata and file deletion on the driver; no Spark session is started. The final JSON line says what was (with
-``--dry-run``: would be) removed.
+refuses a time later than 24 hours ago (exit 2) unless ``--allow-short-retention`` is given;
+rewrite-position-deletes (Java's ``rewrite_position_delete_files``) sizes from ``write.delete.target-file-size-bytes``
+(64 MiB); rewrite-manifests (Java's ``rewrite_manifests``) from ``commit.manifest.target-size-bytes`` (8 MiB). The
+work is metadata, small delete files and file deletion on the driver; no Spark session is started. ``--dry-run``
+prints what would be done in words, then the final JSON line; without it the final JSON line says what was done.
 """
 
 from __future__ import annotations
@@ -26,10 +34,13 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spark_jobs.job_support import JobArgumentParser, run_job
+from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS
+from spark_jobs.job_support import JobArgumentParser, UsageError, run_job
 
 EXPIRE_SNAPSHOTS = "expire-snapshots"
 REMOVE_ORPHAN_FILES = "remove-orphan-files"
+REWRITE_POSITION_DELETES = "rewrite-position-deletes"
+REWRITE_MANIFESTS = "rewrite-manifests"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,6 +63,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="allow --older-than later than 24 hours ago (files of writes in progress could be deleted)",
     )
+    deletes = actions.add_parser(
+        REWRITE_POSITION_DELETES, parents=[common], help="bin-pack position delete files, drop dangling positions"
+    )
+    deletes.add_argument("--where", help="only partitions that may hold rows matching this pyiceberg row filter")
+    deletes.add_argument("--target-file-size-bytes", type=int, help="default: write.delete.target-file-size-bytes")
+    deletes.add_argument("--min-file-size-bytes", type=int, help="default: 0.75 x target")
+    deletes.add_argument("--max-file-size-bytes", type=int, help="default: 1.8 x target")
+    deletes.add_argument("--min-input-files", type=int, help="default: 5")
+    deletes.add_argument("--max-file-group-size-bytes", type=int, help="default: 100 GiB")
+    deletes.add_argument("--rewrite-all", action="store_true", help="rewrite every position delete file")
+    deletes.add_argument("--rewrite-job-order", choices=REWRITE_JOB_ORDERS, help="order of file groups (none)")
+    deletes.add_argument("--partial-progress", action="store_true", help="commit groups in batches")
+    deletes.add_argument("--max-commits", type=int, help="with --partial-progress: at most this many commits (10)")
+    manifests = actions.add_parser(REWRITE_MANIFESTS, parents=[common], help="cluster manifests by partition")
+    manifests.add_argument("--spec-id", type=int, help="rewrite the manifests of this spec (default: current)")
+    manifests.add_argument("--sort-by", help="partition fields to cluster by, comma-separated (default: all)")
     return parser
 
 
@@ -64,19 +91,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
     started = time.perf_counter()
     table = load_table(load_catalog(args.catalog), args.table)
-    older_than_ms = parse_as_of(args.older_than) if args.older_than is not None else None
     snapshot_before = table.current_snapshot()
-    if args.action == EXPIRE_SNAPSHOTS:
-        outcome = expire_snapshots(
-            table, older_than_ms=older_than_ms, retain_last=args.retain_last, dry_run=args.dry_run
-        ).as_dict()
+    if args.action in (REWRITE_POSITION_DELETES, REWRITE_MANIFESTS):
+        outcome = _rewrite(args, table)
     else:
-        outcome = remove_orphan_files(
-            table,
-            older_than_ms=older_than_ms,
-            dry_run=args.dry_run,
-            allow_short_retention=args.allow_short_retention,
-        ).as_dict()
+        older_than_ms = parse_as_of(args.older_than) if args.older_than is not None else None
+        if args.action == EXPIRE_SNAPSHOTS:
+            outcome = expire_snapshots(
+                table, older_than_ms=older_than_ms, retain_last=args.retain_last, dry_run=args.dry_run
+            ).as_dict()
+        else:
+            outcome = remove_orphan_files(
+                table,
+                older_than_ms=older_than_ms,
+                dry_run=args.dry_run,
+                allow_short_retention=args.allow_short_retention,
+            ).as_dict()
+        if args.dry_run:
+            print(_describe_removal(args.action, ".".join(table.name()), outcome), flush=True)
     return {
         "status": "ok",
         "job": "maintain",
@@ -87,6 +119,85 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         **outcome,
         "seconds": {args.action: round(time.perf_counter() - started, 3)},
     }
+
+
+def _rewrite(args: argparse.Namespace, table: Any) -> dict[str, Any]:
+    """Plan, then (without --dry-run) run, a position delete or manifest rewrite; what the JSON line adds."""
+    if args.action == REWRITE_MANIFESTS:
+        from spark_jobs.engine.maintenance.rewrite_manifests import plan_manifest_rewrite, rewrite_manifests
+
+        sort_by = [name.strip() for name in args.sort_by.split(",") if name.strip()] if args.sort_by else None
+        plan = plan_manifest_rewrite(table, spec_id=args.spec_id, sort_by=sort_by)
+        if args.dry_run:
+            print(plan.describe(), flush=True)
+            return {"operation": "replace" if plan.rewrites else None, **plan.as_dict()}
+        result = rewrite_manifests(table, plan)
+        done = {"operation": "replace" if result else None, **plan.as_dict()}
+        if result is not None:
+            done.update(
+                committed_snapshot_id=result.snapshot_id,
+                manifests_created=int(result.summary.get("manifests-created", 0)),
+                manifests_after=len(table.current_snapshot().manifests(table.io)),
+            )
+        return done
+    from spark_jobs.engine.maintenance.rewrite_position_deletes import (
+        PositionDeleteRewriteOptions,
+        plan_position_delete_rewrite,
+        rewrite_position_deletes,
+    )
+
+    if args.max_commits is not None and not args.partial_progress:
+        raise UsageError("spark_jobs/maintain.py: --max-commits needs --partial-progress")
+    options = PositionDeleteRewriteOptions.resolve(
+        table.properties,
+        target_file_size_bytes=args.target_file_size_bytes,
+        min_file_size_bytes=args.min_file_size_bytes,
+        max_file_size_bytes=args.max_file_size_bytes,
+        min_input_files=args.min_input_files,
+        max_file_group_size_bytes=args.max_file_group_size_bytes,
+        rewrite_all=args.rewrite_all or None,
+        rewrite_job_order=args.rewrite_job_order,
+        partial_progress_enabled=args.partial_progress or None,
+        partial_progress_max_commits=args.max_commits,
+    )
+    plan = plan_position_delete_rewrite(table, options, where=args.where)
+    planned = plan.as_dict()
+    planned.pop("table", None)
+    planned.pop("snapshot_id", None)
+    if args.dry_run or not (plan.groups or plan.dangling):
+        print(plan.describe(), flush=True)
+        return {"operation": "replace" if plan.groups or plan.dangling else None, **planned}
+    outcome = rewrite_position_deletes(table, plan)
+    return {
+        "operation": "replace",
+        **planned,
+        "snapshot_ids": [commit.snapshot_id for commit in outcome.commits],
+        "commits": len(outcome.commits),
+        "delete_files_removed": outcome.rewritten_files + outcome.dangling_files_removed,
+        "delete_files_added": outcome.added_files,
+        "bytes_removed": outcome.rewritten_bytes,
+        "bytes_added": outcome.added_bytes,
+        "positions_read": outcome.positions_read,
+        "positions_written": outcome.positions_written,
+        "positions_dropped": outcome.positions_dropped,
+        "dangling_delete_files_removed": outcome.dangling_files_removed,
+        "failures": outcome.failures,
+    }
+
+
+def _describe_removal(action: str, table_name: str, outcome: dict[str, Any]) -> str:
+    """What an expiry or orphan removal would do, in words (its --dry-run output before the JSON line)."""
+    if action == EXPIRE_SNAPSHOTS:
+        files = sum(value for key, value in outcome.items() if key.endswith("_files") and isinstance(value, int))
+        return (
+            f"plan: expire {len(outcome['expired_snapshot_ids'])} snapshot(s) of {table_name} "
+            f"{outcome['expired_snapshot_ids']}, keep {len(outcome['retained_snapshot_ids'])}; {files} file(s) no "
+            "remaining snapshot references would be deleted"
+        )
+    return (
+        f"plan: remove {outcome['orphan_files']} orphan file(s) ({outcome['orphan_bytes']} bytes) of {table_name} "
+        f"older than {outcome['older_than_ms']} ms, out of {outcome['files_listed']} files listed"
+    )
 
 
 if __name__ == "__main__":

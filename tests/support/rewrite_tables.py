@@ -101,6 +101,16 @@ def position_delete_change(table: Table, ids_to_delete: set[int], tag: str) -> S
     )
 
 
+def upsert_change(table: Table, ids_by_category: dict[str, list[int]], tag: str) -> SnapshotChange:
+    """An upsert as the ingest job commits it: position deletes for the rows with these ids, and the new rows."""
+    change = position_delete_change(table, {i for ids in ids_by_category.values() for i in ids}, tag)
+    context = WriteContext.for_table(table)
+    for category, ids in ids_by_category.items():
+        change.added_data_files += [to_data_file(item) for item in write_data(rows(ids, category), context, f"{tag}-n")]
+    change.operation = Operation.OVERWRITE
+    return change
+
+
 def equality_delete_change(table: Table, ids_by_category: dict[str, list[int]], tag: str) -> SnapshotChange:
     """A delete change: one equality delete file on ``id`` per category partition."""
     context = WriteContext.for_table(table)

@@ -2,7 +2,9 @@
 
 1. Start from the branch head (the parent). Keep each of its manifests that has live files, unless it holds a file
    the change removes: then rewrite it, kept entries as EXISTING (their snapshot ids and sequence numbers unchanged),
-   removed ones as DELETED by the new snapshot. A removed file not found is an error naming it.
+   removed ones as DELETED by the new snapshot. A removed file not found is an error naming it. A manifest the
+   change replaces (a manifest rewrite) is dropped, and the change's already written manifests take its place; one
+   no longer in the parent is an error too.
 2. Write the added data files into DATA manifests and the added delete files into DELETES manifests, one per
    partition spec, as ADDED entries with the change's data sequence number (None: inherited from the snapshot).
 3. Write the manifest list (v2) with the next sequence number, and the snapshot with a summary of what was added
@@ -83,7 +85,7 @@ class SnapshotProducer:
     def __init__(self, change: SnapshotChange, *, branch: str = MAIN_BRANCH, snapshot_id: int | None = None) -> None:
         self.change = change
         self.branch = branch
-        self._snapshot_id = snapshot_id
+        self._snapshot_id = snapshot_id if snapshot_id is not None else change.snapshot_id
 
     def snapshot_id(self, metadata: TableMetadata) -> int:
         """The new snapshot's id: chosen once and kept across attempts, so a landed attempt can be recognised."""
@@ -125,6 +127,7 @@ class SnapshotProducer:
         try:
             manifests = self._carried_manifests(table, parent, snapshot_id, built, write)
             manifests += self._added_manifests(snapshot_id, write)
+            manifests += self.change.added_manifests
             sequence_number = metadata.next_sequence_number()
             list_path_output = new_output(f"snap-{snapshot_id}-1-{commit_uuid}.avro")
             with write_manifest_list(
@@ -173,7 +176,11 @@ class SnapshotProducer:
     ) -> list[ManifestFile]:
         """The parent's manifests with live files; those holding removed files rewritten (see module doc)."""
         if parent is None:
-            missing = self.change.removed_data_file_paths | self.change.removed_delete_file_paths
+            missing = (
+                self.change.removed_data_file_paths
+                | self.change.removed_delete_file_paths
+                | self.change.replaced_manifest_paths
+            )
             if missing:
                 raise CommitConflictError(
                     f"table {_name(table)} has no snapshot, so it has none of the files to remove, "
@@ -182,7 +189,11 @@ class SnapshotProducer:
             return []
         carried: list[ManifestFile] = []
         found: set[str] = set()
+        replaced = self.change.replaced_manifest_paths
         for manifest in parent.manifests(table.io):
+            if manifest.manifest_path in replaced:
+                found.add(manifest.manifest_path)
+                continue
             if not (manifest.has_added_files() or manifest.has_existing_files()):
                 continue
             removed = (
@@ -213,7 +224,7 @@ class SnapshotProducer:
                     )
                 )
             carried.append(write(manifest.content, manifest.partition_spec_id, rewritten))
-        missing = (self.change.removed_data_file_paths | self.change.removed_delete_file_paths) - found
+        missing = (self.change.removed_data_file_paths | self.change.removed_delete_file_paths | replaced) - found
         if missing:
             raise CommitConflictError(
                 f"table {_name(table)} at snapshot {parent.snapshot_id} no longer holds {len(missing)} file(s) this "
@@ -233,7 +244,9 @@ class SnapshotProducer:
                     ManifestEntry.from_args(
                         status=ManifestEntryStatus.ADDED,
                         snapshot_id=snapshot_id,
-                        sequence_number=self.change.data_sequence_number,
+                        sequence_number=self.change.data_sequence_numbers.get(
+                            data_file.file_path, self.change.data_sequence_number
+                        ),
                         file_sequence_number=None,
                         data_file=data_file,
                     )

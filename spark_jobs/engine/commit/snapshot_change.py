@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyiceberg.manifest import DataFile, DataFileContent
+from pyiceberg.manifest import DataFile, DataFileContent, ManifestFile
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update import TableRequirement, TableUpdate
 
@@ -32,6 +32,9 @@ class SnapshotChange:
     removed_delete_file_paths: set[str] = field(default_factory=set)
     # Data sequence number of every added entry; None lets it inherit the new snapshot's.
     data_sequence_number: int | None = None
+    # Per added file (by path), a data sequence number other than ``data_sequence_number`` (a delete file rewrite
+    # keeps the newest sequence number of the files each new file replaces).
+    data_sequence_numbers: dict[str, int] = field(default_factory=dict)
     summary_properties: dict[str, str] = field(default_factory=dict)
     idempotency_key: str | None = None
     # Conflict rules, checked against every snapshot committed after the change was planned:
@@ -41,6 +44,12 @@ class SnapshotChange:
     no_new_deletes_for_removed_files: bool = False
     # data files this change depends on (e.g. the targets of its position deletes): removed meanwhile = conflict.
     required_data_file_paths: set[str] = field(default_factory=set)
+    # A manifest rewrite: the parent's manifests these replace (all must still be there), and the manifests, already
+    # written with ``snapshot_id`` as their adding snapshot, that take their place.
+    replaced_manifest_paths: set[str] = field(default_factory=set)
+    added_manifests: list[ManifestFile] = field(default_factory=list)
+    # The new snapshot's id, when files were written naming it before the commit (None: chosen by the producer).
+    snapshot_id: int | None = None
     # Extra catalog updates and requirements committed atomically with the snapshot (e.g. a schema change).
     extra_updates: tuple[TableUpdate, ...] = ()
     extra_requirements: tuple[TableRequirement, ...] = ()
@@ -48,7 +57,11 @@ class SnapshotChange:
     @property
     def written_file_paths(self) -> list[str]:
         """Every file the job wrote for this change: deleted when the commit fails for good."""
-        return [f.file_path for f in self.added_data_files] + [f.file_path for f in self.added_delete_files]
+        return (
+            [f.file_path for f in self.added_data_files]
+            + [f.file_path for f in self.added_delete_files]
+            + [m.manifest_path for m in self.added_manifests]
+        )
 
     @property
     def data_files_that_must_stay_live(self) -> set[str]:
@@ -68,6 +81,7 @@ class SnapshotChange:
             and not self.removed_data_file_paths
             and not self.removed_delete_file_paths
             and not self.required_data_file_paths
+            and not self.replaced_manifest_paths
             and self.no_new_data_in_partitions is not None
             and not self.no_new_data_in_partitions
             and not self.extra_requirements

@@ -61,22 +61,26 @@ class RewriteOptions:
     compression_factor: float = DEFAULT_COMPRESSION_FACTOR
 
     def __post_init__(self) -> None:
-        _check_sizes(self.target_file_size_bytes, self.min_file_size_bytes, self.max_file_size_bytes)
-        _require(self.min_input_files > 0, "min-input-files", self.min_input_files, "must be > 0")
-        _require(self.delete_file_threshold >= 0, "delete-file-threshold", self.delete_file_threshold, "must be >= 0")
-        _require(self.delete_ratio_threshold > 0, "delete-ratio-threshold", self.delete_ratio_threshold, "must be > 0")
-        _require(
+        check_sizes(self.target_file_size_bytes, self.min_file_size_bytes, self.max_file_size_bytes)
+        require_option(self.min_input_files > 0, "min-input-files", self.min_input_files, "must be > 0")
+        require_option(
+            self.delete_file_threshold >= 0, "delete-file-threshold", self.delete_file_threshold, "must be >= 0"
+        )
+        require_option(
+            self.delete_ratio_threshold > 0, "delete-ratio-threshold", self.delete_ratio_threshold, "must be > 0"
+        )
+        require_option(
             self.delete_ratio_threshold <= 1, "delete-ratio-threshold", self.delete_ratio_threshold, "must be <= 1"
         )
         group_size = self.max_file_group_size_bytes
-        _require(group_size > 0, "max-file-group-size-bytes", group_size, "must be > 0")
-        _require(
+        require_option(group_size > 0, "max-file-group-size-bytes", group_size, "must be > 0")
+        require_option(
             self.max_concurrent_file_group_rewrites >= 1,
             "max-concurrent-file-group-rewrites",
             self.max_concurrent_file_group_rewrites,
             "must be positive",
         )
-        _require(
+        require_option(
             not self.partial_progress_enabled or self.partial_progress_max_commits > 0,
             "partial-progress.max-commits",
             self.partial_progress_max_commits,
@@ -86,7 +90,7 @@ class RewriteOptions:
             raise UserInputError(
                 f"Invalid rewrite job order name: {self.rewrite_job_order} (one of {', '.join(REWRITE_JOB_ORDERS)})"
             )
-        _require(self.compression_factor > 0, "compression-factor", self.compression_factor, "must be > 0")
+        require_option(self.compression_factor > 0, "compression-factor", self.compression_factor, "must be > 0")
 
     @classmethod
     def resolve(
@@ -124,10 +128,10 @@ def _table_target(table_properties: Mapping[str, str]) -> int:
     )
 
 
-def _check_sizes(target: int, minimum: int, maximum: int) -> None:
+def check_sizes(target: int, minimum: int, maximum: int) -> None:
     """Java's size preconditions: target > 0, min >= 0, min < target < max."""
-    _require(target > 0, "target-file-size-bytes", target, "must be > 0")
-    _require(minimum >= 0, "min-file-size-bytes", minimum, "must be >= 0")
+    require_option(target > 0, "target-file-size-bytes", target, "must be > 0")
+    require_option(minimum >= 0, "min-file-size-bytes", minimum, "must be >= 0")
     if not target > minimum:
         raise UserInputError(
             f"'target-file-size-bytes' ({target}) must be > 'min-file-size-bytes' ({minimum}), all new files will be "
@@ -140,7 +144,7 @@ def _check_sizes(target: int, minimum: int, maximum: int) -> None:
         )
 
 
-def _require(condition: bool, option: str, value: object, rule: str) -> None:
+def require_option(condition: bool, option: str, value: object, rule: str) -> None:
     """Raise a UserInputError naming the option, its value and the rule it breaks."""
     if not condition:
         raise UserInputError(f"'{option}' is set to {value} but {rule}")
