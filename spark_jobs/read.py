@@ -5,6 +5,8 @@ Command line (catalog properties come from pyiceberg's configuration, never from
     spark-submit spark_jobs/read.py --catalog NAME --table NS.TABLE
         [--snapshot-id N | --ref NAME | --as-of TS] [--columns c1,c2] [--filter EXPR]
         --output URI [--output-format parquet|csv] [--mode error|overwrite]
+    spark-submit spark_jobs/read.py --catalog NAME --table NS.TABLE [--snapshot-id N | --ref NAME | --as-of TS]
+        --count
 
 On success the last line of stdout is one JSON object with the counters; on bad input the exit code is 2, stderr
 has a one-line reason, and nothing is written at ``--output``. An ``--output`` that overlaps the table's location,
@@ -21,10 +23,15 @@ hidden staging directory beside ``--output`` and moved there only when complete,
 4. On any failure, delete the staging directory (a failure to do so is logged with its location) and leave the
    output as it was.
 
+``--count`` prints ``count(*)`` instead of writing: from the manifests alone when no delete file applies (no Spark
+session is started), else the rows of the data files without deletes from the manifests plus a scan of the others;
+the counters say which (``count_from_metadata``).
+
 Python API: ``load(spark, catalog, table, ...)`` returns a DataFrame of the table, read by the engine on the
 executors: through ``mapInArrow`` over the tasks planned by ``load`` (the cheaper route for Spark), or, when
 ``spark.sql.python.filterPushdown.enabled`` is true, through the ``iceberg_mor`` data source so that Spark's own
-filters on the DataFrame are pushed into the engine.
+filters on the DataFrame are pushed into the engine. Without ``row_filter``, ``load(...).count()`` is answered as
+``count(spark, catalog, table, ...)`` answers it: from the manifests when no delete file applies.
 """
 
 from __future__ import annotations
@@ -95,6 +102,8 @@ def load(
     engine_on_executors(spark)
     if not python_filter_pushdown_enabled(spark):
         frame, _executor_counters = dataframe_from_session(spark, session)
+        if row_filter is None:
+            _count_from_metadata(frame, spark, catalog, table, snapshot_id=session.snapshot_id)
         return frame
     options = {
         "catalog": catalog,
@@ -107,7 +116,80 @@ def load(
         "parallelism": parallelism,
     }
     # The schema found here is handed to Spark so its planner process does not open the table again for it.
-    return dataframe_from_source(spark, options, schema=spark_schema_of(session.output_schema))
+    frame = dataframe_from_source(spark, options, schema=spark_schema_of(session.output_schema))
+    if row_filter is None:
+        _count_from_metadata(frame, spark, catalog, table, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    return frame
+
+
+def count(
+    spark: Any,
+    catalog: str | Any,
+    table: str,
+    *,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: int | str | None = None,
+) -> tuple[int, dict[str, Any]]:
+    """``count(*)`` of ``table`` at the chosen snapshot, and the counters saying how it was answered.
+
+    From the manifests when no delete file applies to any data file (``spark`` may then be None: nothing is read);
+    otherwise the data files with deletes are scanned (on ``spark``, or in this process when it is None) and the
+    others counted from the manifests.
+    """
+    from spark_jobs.engine.catalog import load_catalog, load_table
+    from spark_jobs.engine.planning.row_count import plan_count
+    from spark_jobs.engine.snapshots import resolve_read_target
+
+    catalog_object = load_catalog(catalog) if isinstance(catalog, str) else catalog
+    iceberg_table = load_table(catalog_object, table)
+    target = resolve_read_target(iceberg_table, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    plan = plan_count(iceberg_table, target.snapshot)
+    counters = plan.counters()
+    if plan.answered_from_metadata:
+        log.info("count(*) of %s answered from the %s: %d rows", table, plan.source, plan.metadata_rows)
+        return plan.metadata_rows, counters
+    scanned = _count_by_scan(spark, catalog_object, iceberg_table, target, plan.files_to_scan)
+    counters["rows_counted_by_scan"] = scanned
+    log.info(
+        "count(*) of %s: %d rows from the manifests, %d by scanning %d data files with deletes",
+        table,
+        plan.metadata_rows,
+        scanned,
+        len(plan.files_to_scan),
+    )
+    return plan.metadata_rows + scanned, counters
+
+
+def _count_by_scan(spark: Any, catalog: Any, table: Any, target: Any, paths: frozenset[str]) -> int:
+    """Rows of the data files ``paths`` with their deletes applied, reading one narrow column."""
+    import dataclasses
+
+    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.tasks import ScanTask
+
+    narrow = min(target.schema.fields, key=lambda f: (not f.field_type.is_primitive, f.field_id))
+    snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
+    session = open_read_session(catalog, table, columns=[narrow.name], snapshot_id=snapshot_id)
+    tasks = [ScanTask(tuple(s for s in task.slices if s.path in paths)) for task in session.tasks]
+    session.plan = dataclasses.replace(session.plan, tasks=[task for task in tasks if task.slices])
+    if spark is None:
+        return session.to_arrow().num_rows
+    from spark_jobs.engine.spark_scan import dataframe_from_session
+
+    frame, _ = dataframe_from_session(spark, session)
+    return int(frame.count())
+
+
+def _count_from_metadata(frame: Any, spark: Any, catalog: str, table: str, **snapshot: Any) -> None:
+    """Make ``frame.count()`` answer as ``count`` does (the frame has no filter, so count(*) is the table's)."""
+
+    def count_rows() -> int:
+        rows, counters = count(spark, catalog, table, **snapshot)
+        log.info("count(*) counters of %s: %s", table, counters)
+        return rows
+
+    frame.count = count_rows
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--as-of", help="read the snapshot current at this time (epoch ms or ISO-8601)")
     parser.add_argument("--columns", help="comma-separated columns to return, in this order (default: all)")
     parser.add_argument("--filter", dest="row_filter", help='row filter in pyiceberg\'s syntax, e.g. "id > 5"')
-    parser.add_argument("--output", required=True, help="where to write the result (a directory URI)")
+    parser.add_argument("--output", help="where to write the result (a directory URI); required without --count")
+    parser.add_argument("--count", action="store_true", help="print count(*) instead of writing rows")
     parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet")
     parser.add_argument(
         "--mode", choices=WRITE_MODES, default="error", help="error: fail if --output exists; overwrite: replace it"
@@ -137,6 +220,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from spark_jobs.spark.scan import dataframe_from_session, read_parallelism
 
     args = build_parser().parse_args(argv)
+    if args.count:
+        return _count_job(args)
+    if args.output is None:
+        raise UsageError("spark_jobs/read.py: --output is required (or --count)")
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     phases: dict[str, float] = {"plan": 0.0}
     started = time.perf_counter()
@@ -187,6 +274,34 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "counters": counters,
         "rows_out": counters["rows_out"],
         "seconds": {name: round(value, 3) for name, value in phases.items()},
+    }
+
+
+def _count_job(args: argparse.Namespace) -> dict[str, Any]:
+    """``--count``: count(*) from the manifests when possible, else with a scan of the files with deletes on Spark."""
+    from spark_jobs.engine.catalog import load_catalog, load_table
+    from spark_jobs.engine.planning.row_count import plan_count
+    from spark_jobs.engine.snapshots import resolve_read_target
+
+    if args.output is not None or args.row_filter is not None or args.columns is not None:
+        raise UsageError("spark_jobs/read.py: --count takes no --output, --filter or --columns")
+    started = time.perf_counter()
+    table = load_table(load_catalog(args.catalog), args.table)
+    target = resolve_read_target(table, snapshot_id=args.snapshot_id, ref=args.ref, as_of=args.as_of)
+    spark = None
+    if not plan_count(table, target.snapshot).answered_from_metadata:
+        spark = spark_session(f"iceberg-count {args.table}")
+        engine_on_executors(spark)
+    snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
+    rows, counters = count(spark, args.catalog, args.table, snapshot_id=snapshot_id)
+    return {
+        "status": "ok",
+        "job": "read",
+        "table": ".".join(table.name()),
+        "snapshot_id": snapshot_id,
+        "count": rows,
+        "counters": counters,
+        "seconds": {"count": round(time.perf_counter() - started, 3)},
     }
 
 
