@@ -1,11 +1,11 @@
-"""Bin-pack small files with deletes folded in (RewriteDataFiles rules): ``spark_jobs/compact.py`` as an operator."""
+"""Compact a table (RewriteDataFiles rules: bin-pack, sort or z-order): ``spark_jobs/compact.py`` as an operator."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments
+from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, is_enabled
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -20,6 +20,17 @@ _SIZE_AND_GROUP_OPTIONS = (
     ("delete_ratio_threshold", "--delete-ratio-threshold"),
     ("max_file_group_size_bytes", "--max-file-group-size-bytes"),
     ("max_concurrent_file_group_rewrites", "--max-concurrent-file-group-rewrites"),
+    ("rewrite_job_order", "--rewrite-job-order"),
+    ("output_spec_id", "--output-spec-id"),
+)
+# sort and z-order only (the job refuses them with bin-pack, as Java does)
+_SORT_OPTIONS = (
+    ("strategy", "--strategy"),
+    ("sort_order", "--sort-order"),
+    ("compression_factor", "--compression-factor"),
+    ("shuffle_partitions_per_file", "--shuffle-partitions-per-file"),
+    ("var_length_contribution", "--var-length-contribution"),
+    ("max_output_size", "--max-output-size"),
 )
 
 
@@ -27,7 +38,9 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
     """
     Compact an Iceberg table: rewrite small files and files with many deletes into target-size files in one
     ``replace`` snapshot, or only plan it (``dry_run=True``: the result lists groups and expected outputs, nothing is
-    committed). Options left ``None`` take the job's defaults, which are Iceberg Java's.
+    committed). ``strategy="sort"`` sorts each group by ``sort_order`` (default: the table's sort order), or by a
+    z-order with ``sort_order="zorder(a, b)"``. Options left ``None`` take the job's defaults, which are Iceberg
+    Java's (``rewrite_data_files``).
 
     The table is declared as an inlet: compaction keeps the rows, so it emits no asset event for data-aware DAGs.
 
@@ -42,7 +55,17 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
     :param max_concurrent_file_group_rewrites: Groups rewritten at once. (templated)
     :param partial_progress: Commit groups as they finish instead of once at the end.
     :param max_commits: With ``partial_progress``, the most commits to make. (templated)
-    :param dry_run: Plan only: return the plan, commit nothing.
+    :param rewrite_all: Rewrite every file the filter selects, whatever its size.
+    :param rewrite_job_order: ``bytes-asc``, ``bytes-desc``, ``files-asc``, ``files-desc`` or ``none``. (templated)
+    :param output_spec_id: Partition spec of the rewritten files (default: the current one). (templated)
+    :param remove_dangling_deletes: Then remove delete files no live data file needs (its own commit).
+    :param strategy: ``binpack`` (default) or ``sort``. (templated)
+    :param sort_order: ``"c1 desc nulls last, c2"`` or ``"zorder(c1, c2)"``; implies ``sort``. (templated)
+    :param compression_factor: Sort/z-order: expected output size over input size. (templated)
+    :param shuffle_partitions_per_file: Sort/z-order: sorted ranges per output file. (templated)
+    :param var_length_contribution: Z-order: bytes a string or binary column contributes. (templated)
+    :param max_output_size: Z-order: bytes of the interleaved value. (templated)
+    :param dry_run: Plan only: return the plan, commit nothing. (templated, held as ``plan_only``: e.g. ``"{{ params.dry_run }}"``)
     """
 
     job = "compact"
@@ -50,7 +73,9 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         *IcebergSparkJobOperator.template_fields,
         "where",
         *(attribute for attribute, _ in _SIZE_AND_GROUP_OPTIONS),
+        *(attribute for attribute, _ in _SORT_OPTIONS),
         "max_commits",
+        "plan_only",
     )
 
     def __init__(
@@ -67,7 +92,17 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         max_concurrent_file_group_rewrites: int | str | None = None,
         partial_progress: bool = False,
         max_commits: int | str | None = None,
-        dry_run: bool = False,
+        rewrite_all: bool = False,
+        rewrite_job_order: str | None = None,
+        output_spec_id: int | str | None = None,
+        remove_dangling_deletes: bool = False,
+        strategy: str | None = None,
+        sort_order: str | None = None,
+        compression_factor: float | str | None = None,
+        shuffle_partitions_per_file: int | str | None = None,
+        var_length_contribution: int | str | None = None,
+        max_output_size: int | str | None = None,
+        dry_run: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -84,6 +119,16 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         self.max_concurrent_file_group_rewrites = max_concurrent_file_group_rewrites
         self.partial_progress = partial_progress
         self.max_commits = max_commits
+        self.rewrite_all = rewrite_all
+        self.rewrite_job_order = rewrite_job_order
+        self.output_spec_id = output_spec_id
+        self.remove_dangling_deletes = remove_dangling_deletes
+        self.strategy = strategy
+        self.sort_order = sort_order
+        self.compression_factor = compression_factor
+        self.shuffle_partitions_per_file = shuffle_partitions_per_file
+        self.var_length_contribution = var_length_contribution
+        self.max_output_size = max_output_size
         # Not ``self.dry_run``: that name is BaseOperator's method (render templates only).
         self.plan_only = dry_run
 
@@ -95,11 +140,17 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
                 ("--table", self.table),
                 ("--where", self.where),
                 *((flag, getattr(self, attribute)) for attribute, flag in _SIZE_AND_GROUP_OPTIONS),
+                *((flag, getattr(self, attribute)) for attribute, flag in _SORT_OPTIONS),
             ]
         )
         if self.partial_progress:
             arguments.append("--partial-progress")
             arguments += flag_arguments([("--max-commits", self.max_commits)])
-        if self.plan_only:
-            arguments.append("--dry-run")
+        for switch, flag in (
+            (self.rewrite_all, "--rewrite-all"),
+            (self.remove_dangling_deletes, "--remove-dangling-deletes"),
+            (self.plan_only, "--dry-run"),
+        ):
+            if is_enabled(switch):
+                arguments.append(flag)
         return arguments

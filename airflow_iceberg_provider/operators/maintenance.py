@@ -1,40 +1,73 @@
-"""Expire snapshots or remove orphan files of an Iceberg table: ``spark_jobs/maintain.py`` as an operator."""
+"""Table maintenance of an Iceberg table: ``spark_jobs/maintain.py`` as an operator, one action per task."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments
+from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, is_enabled
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 EXPIRE_SNAPSHOTS = "expire-snapshots"
 REMOVE_ORPHAN_FILES = "remove-orphan-files"
-ACTIONS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES)
+REWRITE_POSITION_DELETES = "rewrite-position-deletes"
+REWRITE_MANIFESTS = "rewrite-manifests"
+ACTIONS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_POSITION_DELETES, REWRITE_MANIFESTS)
+
+# operator attribute -> (job flag, the actions that take it)
+_OPTIONS = (
+    ("older_than", "--older-than", (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES)),
+    ("retain_last", "--retain-last", (EXPIRE_SNAPSHOTS,)),
+    ("where", "--where", (REWRITE_POSITION_DELETES,)),
+    ("target_file_size_bytes", "--target-file-size-bytes", (REWRITE_POSITION_DELETES,)),
+    ("min_input_files", "--min-input-files", (REWRITE_POSITION_DELETES,)),
+    ("rewrite_job_order", "--rewrite-job-order", (REWRITE_POSITION_DELETES,)),
+    ("spec_id", "--spec-id", (REWRITE_MANIFESTS,)),
+    ("sort_by", "--sort-by", (REWRITE_MANIFESTS,)),
+)
 
 
 class IcebergMaintenanceOperator(IcebergSparkJobOperator):
     """
-    Table maintenance: ``expire-snapshots`` (older than a time, keeping the last N, deleting the files no remaining
-    snapshot references) or ``remove-orphan-files`` (files older than a time that no snapshot references).
+    One table maintenance action, with Iceberg Java's semantics and defaults:
 
-    Command line: ``maintain.py <action> --catalog NAME --table NS.TABLE [--older-than TS] [--retain-last N]
-    [--allow-short-retention] [--dry-run]``. With ``dry_run`` the result lists what would be removed and nothing is
-    deleted.
+    - ``expire-snapshots``: snapshots older than a time, keeping the last N, and the files no remaining snapshot
+      references;
+    - ``remove-orphan-files``: files older than a time that no snapshot references;
+    - ``rewrite-position-deletes`` (Java's ``rewrite_position_delete_files``): small position delete files of each
+      partition bin-packed into fewer, positions of removed data files and delete files that apply to nothing dropped
+      (a format v3 table's deletion vectors need no rewrite);
+    - ``rewrite-manifests`` (Java's ``rewrite_manifests``): manifests clustered by partition into fewer.
 
-    :param action: ``expire-snapshots`` or ``remove-orphan-files``.
+    Command line: ``maintain.py <action> --catalog NAME --table NS.TABLE [options] [--dry-run]``. With ``dry_run`` the
+    result lists what would be done and nothing changes.
+
+    :param action: One of ``expire-snapshots``, ``remove-orphan-files``, ``rewrite-position-deletes``,
+        ``rewrite-manifests``.
     :param older_than: Epoch milliseconds or ISO-8601, e.g. ``"{{ macros.ds_add(ds, -7) }}"``; default the job's
         (five days ago for snapshots, three days for orphan files). (templated)
-    :param retain_last: ``expire-snapshots`` only: always keep this many most recent snapshots. (templated)
-    :param allow_short_retention: ``remove-orphan-files`` only: allow ``older_than`` later than 24 hours ago (the
-        job refuses it otherwise: files of writes still in progress could be deleted).
-    :param dry_run: Report only, delete nothing.
+    :param retain_last: ``expire-snapshots``: always keep this many most recent snapshots. (templated)
+    :param allow_short_retention: ``remove-orphan-files``: allow ``older_than`` later than 24 hours ago (the job
+        refuses it otherwise: files of writes still in progress could be deleted).
+    :param where: ``rewrite-position-deletes``: only partitions that may hold matching rows. (templated)
+    :param target_file_size_bytes: ``rewrite-position-deletes``: default ``write.delete.target-file-size-bytes``.
+        (templated)
+    :param min_input_files: ``rewrite-position-deletes``: default 5. (templated)
+    :param rewrite_all: ``rewrite-position-deletes``: every position delete file, whatever its size.
+    :param rewrite_job_order: ``rewrite-position-deletes``: order of the file groups. (templated)
+    :param spec_id: ``rewrite-manifests``: the spec whose manifests to rewrite (default: current). (templated)
+    :param sort_by: ``rewrite-manifests``: partition fields to cluster by, comma-separated. (templated)
+    :param dry_run: Report only, change nothing. (templated, held as ``report_only``: e.g. ``"{{ params.dry_run }}"``)
     """
 
     job = "maintain"
-    template_fields: Sequence[str] = (*IcebergSparkJobOperator.template_fields, "older_than", "retain_last")
+    template_fields: Sequence[str] = (
+        *IcebergSparkJobOperator.template_fields,
+        *(attribute for attribute, _, _ in _OPTIONS),
+        "report_only",
+    )
 
     def __init__(
         self,
@@ -42,23 +75,52 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
         action: str,
         older_than: str | int | None = None,
         retain_last: int | str | None = None,
-        dry_run: bool = False,
+        where: str | None = None,
+        target_file_size_bytes: int | str | None = None,
+        min_input_files: int | str | None = None,
+        rewrite_all: bool = False,
+        rewrite_job_order: str | None = None,
+        spec_id: int | str | None = None,
+        sort_by: str | None = None,
         allow_short_retention: bool = False,
+        dry_run: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if action not in ACTIONS:
             raise ValueError(f"IcebergMaintenanceOperator {self.task_id}: action {action!r} is not one of {ACTIONS}")
-        if retain_last is not None and action != EXPIRE_SNAPSHOTS:
-            raise ValueError(f"IcebergMaintenanceOperator {self.task_id}: retain_last applies to {EXPIRE_SNAPSHOTS}")
-        if allow_short_retention and action != REMOVE_ORPHAN_FILES:
-            raise ValueError(
-                f"IcebergMaintenanceOperator {self.task_id}: allow_short_retention applies to {REMOVE_ORPHAN_FILES}"
-            )
+        given = {
+            "older_than": older_than,
+            "retain_last": retain_last,
+            "where": where,
+            "target_file_size_bytes": target_file_size_bytes,
+            "min_input_files": min_input_files,
+            "rewrite_job_order": rewrite_job_order,
+            "spec_id": spec_id,
+            "sort_by": sort_by,
+            "rewrite_all": rewrite_all or None,
+            "allow_short_retention": allow_short_retention or None,
+        }
+        takes = {attribute: actions for attribute, _, actions in _OPTIONS} | {
+            "rewrite_all": (REWRITE_POSITION_DELETES,),
+            "allow_short_retention": (REMOVE_ORPHAN_FILES,),
+        }
+        for attribute, value in given.items():
+            if value is not None and action not in takes[attribute]:
+                raise ValueError(
+                    f"IcebergMaintenanceOperator {self.task_id}: {attribute} applies to {', '.join(takes[attribute])}"
+                )
         self.action = action
         self.allow_short_retention = allow_short_retention
         self.older_than = older_than
         self.retain_last = retain_last
+        self.where = where
+        self.target_file_size_bytes = target_file_size_bytes
+        self.min_input_files = min_input_files
+        self.rewrite_all = rewrite_all
+        self.rewrite_job_order = rewrite_job_order
+        self.spec_id = spec_id
+        self.sort_by = sort_by
         # Not ``self.dry_run``: that name is BaseOperator's method (render templates only).
         self.report_only = dry_run
 
@@ -69,12 +131,13 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
             [
                 ("--catalog", catalog_name),
                 ("--table", self.table),
-                ("--older-than", self.older_than),
-                ("--retain-last", self.retain_last),
+                *((flag, getattr(self, attribute)) for attribute, flag, _ in _OPTIONS),
             ]
         )
+        if is_enabled(self.rewrite_all):
+            arguments.append("--rewrite-all")
         if self.allow_short_retention:
             arguments.append("--allow-short-retention")
-        if self.report_only:
+        if is_enabled(self.report_only):
             arguments.append("--dry-run")
         return arguments

@@ -206,6 +206,13 @@ def optional_text(value: Any) -> str | None:
     return None if text in ("", "None") else text
 
 
+def is_enabled(value: Any) -> bool:
+    """A switch that may be templated: ``True``, or text such as ``"true"`` / ``"1"`` rendered from a param."""
+    if isinstance(value, bool):
+        return value
+    return (optional_text(value) or "").lower() in ("true", "1", "yes", "on")
+
+
 def flag_arguments(pairs: Sequence[tuple[str, Any]]) -> list[str]:
     """``--flag value`` for every pair whose value is given (see ``optional_text``)."""
     arguments: list[str] = []

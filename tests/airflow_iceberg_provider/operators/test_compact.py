@@ -74,3 +74,31 @@ def test_compaction_through_spark_submit_commits_a_replace_with_the_same_rows(te
     assert len(after.inspect.files()) == 1
     assert sorted(after.scan().to_arrow().column("id").to_pylist()) == list(range(15))
     assert result["job"] == "compact"
+
+
+def test_sort_and_zorder_options_and_a_templated_dry_run() -> None:
+    operator = IcebergCompactOperator(
+        task_id="compact",
+        catalog="lake",
+        table="sales.orders",
+        strategy="sort",
+        sort_order="zorder(a, b)",
+        shuffle_partitions_per_file=2,
+        var_length_contribution=4,
+        max_output_size=12,
+        compression_factor=0.5,
+        rewrite_all=True,
+        rewrite_job_order="bytes-desc",
+        output_spec_id=1,
+        remove_dangling_deletes=True,
+        dry_run="{{ params.dry_run }}",
+    )
+    assert "plan_only" in operator.template_fields and "sort_order" in operator.template_fields
+    operator.plan_only = "False"  # as rendered from a param
+    assert operator.job_arguments("lake", {})[4:] == [
+        *["--rewrite-job-order", "bytes-desc", "--output-spec-id", "1", "--strategy", "sort"],
+        *["--sort-order", "zorder(a, b)", "--compression-factor", "0.5", "--shuffle-partitions-per-file", "2"],
+        *["--var-length-contribution", "4", "--max-output-size", "12", "--rewrite-all", "--remove-dangling-deletes"],
+    ]
+    operator.plan_only = "True"
+    assert operator.job_arguments("lake", {})[-1] == "--dry-run"

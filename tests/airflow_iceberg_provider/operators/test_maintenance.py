@@ -77,3 +77,29 @@ def test_expire_snapshots_dry_run_through_spark_submit(testing_catalog, events_t
     assert result["expired_snapshot_ids"] == [first]
     assert result["retained_snapshot_ids"] == [second]
     assert len(testing_catalog.load_table(events_table).snapshots()) == 2
+
+
+def test_rewrite_actions_command_lines() -> None:
+    deletes = IcebergMaintenanceOperator(
+        task_id="deletes",
+        catalog="lake",
+        table="sales.orders",
+        action="rewrite-position-deletes",
+        where="day = '2026-01-01'",
+        min_input_files=2,
+        rewrite_all=True,
+        dry_run="{{ params.dry_run }}",
+    )
+    deletes.report_only = "true"
+    assert deletes.job_arguments("lake", {}) == [
+        *["rewrite-position-deletes", "--catalog", "lake", "--table", "sales.orders"],
+        *["--where", "day = '2026-01-01'", "--min-input-files", "2", "--rewrite-all", "--dry-run"],
+    ]
+    manifests = IcebergMaintenanceOperator(
+        task_id="manifests", catalog="lake", table="sales.orders", action="rewrite-manifests", spec_id=0, sort_by="day"
+    )
+    assert manifests.job_arguments("lake", {}) == [
+        *["rewrite-manifests", "--catalog", "lake", "--table", "sales.orders", "--spec-id", "0", "--sort-by", "day"],
+    ]
+    with pytest.raises(ValueError, match="sort_by applies to rewrite-manifests"):
+        IcebergMaintenanceOperator(task_id="m", catalog="lake", table="n.t", action="expire-snapshots", sort_by="day")
