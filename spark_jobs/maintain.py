@@ -161,6 +161,13 @@ def _rewrite(args: argparse.Namespace, table: Any) -> dict[str, Any]:
         partial_progress_max_commits=args.max_commits,
     )
     plan = plan_position_delete_rewrite(table, options, where=args.where)
+    if plan.format_version >= 3 and plan.candidate_files and not args.dry_run:
+        from spark_jobs.engine.errors import UnsupportedFeatureError
+
+        raise UnsupportedFeatureError(
+            f"table {plan.table_name} is format v{plan.format_version} and still has {plan.candidate_files} position "
+            "delete files; rewriting them into deletion vectors is not supported yet"
+        )
     planned = plan.as_dict()
     planned.pop("table", None)
     planned.pop("snapshot_id", None)

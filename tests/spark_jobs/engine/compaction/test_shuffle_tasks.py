@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -179,3 +180,63 @@ def test_parsed_direction_defaults_follow_spark(direction):
 
     (term,) = parse_sort_order_text(f"k {direction.value}").terms
     assert term.null_order == (NullOrder.NULLS_FIRST if direction == SortDirection.ASC else NullOrder.NULLS_LAST)
+
+
+# -- concurrency with an upsert, both orders (as bin-pack: the same replace commit and validation) ------------------
+
+
+def _plan_only(table: Table, sort_order: str):
+    options = RewriteOptions.resolve({}, rewrite_all=True)
+    return plan_rewrite(table, table.current_snapshot(), options, strategy=resolve_strategy(table, "sort", sort_order))
+
+
+def _upsert(table: Table, ids: list[int]):
+    """Position deletes for ``ids`` and the same ids again with new names (an upsert by id)."""
+    from spark_jobs.engine.commit.file_entries import to_data_file
+    from spark_jobs.engine.write.write_context import WriteContext, write_data
+
+    change = position_delete_change(table, set(ids), "up")
+    rows = pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "k": pa.array(ids, pa.int64()),
+            "name": [f"new-{i}" for i in ids],
+            "score": pa.array([0.5] * len(ids)),
+        }
+    )
+    change.added_data_files += [to_data_file(item) for item in write_data(rows, WriteContext.for_table(table), "new")]
+    return change
+
+
+@pytest.mark.parametrize("sort_order", ["k desc", "zorder(k, name)"])
+def test_an_upsert_committed_during_a_sort_rewrite_fails_the_rewrite_cleanly(unsorted, sort_order):
+    from spark_jobs.engine.commit.producer import CommitConflictError
+
+    plan = _plan_only(unsorted, sort_order)
+    rewrites = shuffle_rewrite_locally(unsorted, plan)
+    concurrent = unsorted.catalog.load_table(unsorted.name())
+    commit_change(concurrent, _upsert(concurrent, [7, 901]))
+    expected = ids_and_checksum(concurrent)
+    with pytest.raises(CommitConflictError, match="position deletes"):
+        commit_group_rewrites(unsorted, plan, rewrites)
+    assert ids_and_checksum(unsorted) == expected
+    written = [item["file_path"] for rewrite in rewrites for item in rewrite.written]
+    assert written and not any(Path(p.removeprefix("file://")).exists() for p in written)
+
+
+@pytest.mark.parametrize("sort_order", ["k desc", "zorder(k, name)"])
+def test_an_upsert_planned_before_a_sort_rewrite_commits_fails_and_succeeds_when_replanned(unsorted, sort_order):
+    from spark_jobs.engine.commit.producer import CommitConflictError
+
+    upserter = unsorted.catalog.load_table(unsorted.name())
+    stale = _upsert(upserter, [7, 901])  # planned on the files the rewrite replaces
+    plan = _plan_only(unsorted, sort_order)
+    before = ids_and_checksum(unsorted)
+    commit_group_rewrites(unsorted, plan, shuffle_rewrite_locally(unsorted, plan))
+    with pytest.raises(CommitConflictError):
+        commit_change(upserter, stale)
+    assert ids_and_checksum(unsorted) == before
+    fresh = unsorted.catalog.load_table(unsorted.name())
+    commit_change(fresh, _upsert(fresh, [7, 901]))
+    names = read_rows(fresh).filter(pa.compute.is_in(read_rows(fresh).column("id"), pa.array([7, 901]))).column("name")
+    assert sorted(names.to_pylist()) == ["new-7", "new-901"]

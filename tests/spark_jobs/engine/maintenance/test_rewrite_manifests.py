@@ -138,3 +138,24 @@ def _metadata_dir(table: Table) -> list[str]:
 
     directory = table.metadata.location.removeprefix("file://") + "/metadata"
     return sorted(os.listdir(directory))
+
+
+def test_an_upsert_and_a_manifest_rewrite_in_either_order_keep_both(spread):
+    from tests.support.rewrite_tables import upsert_change
+
+    _target(spread, 4)
+    # the upsert lands between the rewrite's plan and its commit
+    plan = plan_manifest_rewrite(spread)
+    concurrent = spread.catalog.load_table(spread.name())
+    commit_change(concurrent, upsert_change(concurrent, {"a": [0], "b": [1]}, "u1"))
+    expected = ids_and_checksum(concurrent)
+    rewrite_manifests(spread, plan)
+    assert ids_and_checksum(spread) == expected
+    # the rewrite lands between the upsert's plan and its commit
+    upserter = spread.catalog.load_table(spread.name())
+    upsert = upsert_change(upserter, {"c": [2], "d": [3]}, "u2")
+    rewriter = spread.catalog.load_table(spread.name())
+    rewrite_manifests(rewriter, plan_manifest_rewrite(rewriter))
+    commit_change(upserter, upsert)
+    ids, _ = ids_and_checksum(spread)
+    assert len(ids) == 320 and ids.count(0) == ids.count(3) == 1
