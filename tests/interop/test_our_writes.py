@@ -29,7 +29,11 @@ pytestmark = pytest.mark.spark
 CATALOG = "testing"
 FORMAT_VERSIONS = [2]
 # (id, extra compact.py arguments); every strategy of the compact job belongs here.
-COMPACTION_STRATEGIES = [("bin-pack", [])]
+COMPACTION_STRATEGIES = [
+    ("bin-pack", []),
+    ("sort", ["--strategy", "sort", "--sort-order", "s desc nulls last, truncate(s, 2), d, id", "--rewrite-all"]),
+    ("z-order", ["--sort-order", "zorder(ts, d, price, s)", "--rewrite-all", "--var-length-contribution", "3"]),
+]
 
 ATTRS = pa.struct([("a", pa.int64()), ("b", pa.string())])
 SCHEMA = pa.schema(
@@ -202,6 +206,28 @@ def test_compaction(spark, readers, tmp_path, format_version, strategy) -> None:
     extra = dict(COMPACTION_STRATEGIES)[strategy]
     result = compact_job.main(["--catalog", CATALOG, "--table", table, "--min-input-files", "2", *extra])
     assert result["data_files_removed"] > 0 and result["rows_written"] == len(model.rows), result
+    readers.check(table, model)
+
+
+@pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
+def test_position_delete_and_manifest_rewrites(spark, readers, tmp_path, format_version) -> None:
+    table, model = table_name(format_version, "maintenance_rewrites"), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(45)), "append", *create_args(format_version), "--partition-by", "cat")
+    ingest(tmp_path, table, rows(range(45, 90)), "append")
+    model.append(rows(range(90)))
+    for batch, version in (([3, 4, 33, 64, 80], 1), ([5, 34, 65, 66, 7], 2)):
+        upserted = rows(batch, version=version)
+        ingest(tmp_path, table, upserted, "upsert", "--key", "id", "--delete-mode", "position")
+        model.upsert(upserted, ["id"])
+    # a compaction of one partition leaves position deletes naming files it removed
+    compact_job.main(["--catalog", CATALOG, "--table", table, "--where", "cat = 'a'", "--rewrite-all"])
+    deletes = maintain_job.main(
+        ["rewrite-position-deletes", "--catalog", CATALOG, "--table", table, "--min-input-files", "2"]
+    )
+    assert deletes["delete_files_removed"] > 0, deletes
+    readers.check(table, model)
+    manifests = maintain_job.main(["rewrite-manifests", "--catalog", CATALOG, "--table", table])
+    assert manifests["operation"] == "replace" and manifests["manifests_after"] < manifests["manifests_before"]
     readers.check(table, model)
 
 
