@@ -38,8 +38,8 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_env import configure_catalog  # noqa: E402
-from generate_read_tables import (  # noqa: E402
+from bench_env import configure_catalog
+from generate_read_tables import (
     BLOOM_FPP,
     FILES,
     K_SPAN_PER_ROW,
