@@ -33,20 +33,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_env import configure_catalog
 from generate_read_tables import (
-    BLOOM_FPP,
-    FILES,
     K_SPAN_PER_ROW,
     ROW_GROUP_BYTES,
     iceberg_schema,
     make_rows,
     row_group_rows_for,
+    write_data_files,
 )
 
 CATALOG = "sortbench"
@@ -84,21 +82,7 @@ def generate(data_dir: Path, rows: int, seed: int) -> list[str]:
     table = make_rows(rows, rng)
     table = table.take(rng.permutation(len(table)))  # unsorted on k
     row_group_rows = row_group_rows_for(table, ROW_GROUP_BYTES)
-    files_dir = data_dir / "files"
-    files_dir.mkdir(parents=True)
-    bounds = np.linspace(0, len(table), FILES + 1).astype(np.int64)
-    uris = []
-    for index in range(FILES):
-        path = files_dir / f"data-{index:02d}.parquet"
-        pq.write_table(
-            table.slice(bounds[index], bounds[index + 1] - bounds[index]),
-            path,
-            compression="zstd",
-            row_group_size=row_group_rows,
-            write_page_index=True,
-            bloom_filter_options={"id": {"ndv": row_group_rows, "fpp": BLOOM_FPP}},
-        )
-        uris.append(f"file://{path}")
+    uris = [f"file://{path}" for path in write_data_files(table, data_dir / "files", row_group_rows)]
     catalog = load_catalog(CATALOG)
     catalog.create_namespace_if_not_exists(NAMESPACE)
     order = SortOrder(SortField(source_id=2, transform=IdentityTransform()))

@@ -29,9 +29,9 @@ a ``compression-factor`` applied to the expected output file count, ``sizing``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.table import Table
@@ -197,19 +197,25 @@ def resolve_output_spec_id(table: Table, options: RewriteOptions) -> int:
     return options.output_spec_id
 
 
-_JOB_ORDER_KEYS = {
+_JOB_ORDER_KEYS: dict[str, tuple[Callable[[Any], int], bool]] = {
     "bytes-asc": (lambda group: group.input_bytes, False),
     "bytes-desc": (lambda group: group.input_bytes, True),
     "files-asc": (lambda group: len(group.files), False),
     "files-desc": (lambda group: len(group.files), True),
 }
+Group = TypeVar("Group")
 
 
-def order_groups(groups: list[FileGroup], options: RewriteOptions) -> list[FileGroup]:
+def order_groups(groups: list[Group], options: RewriteOptions) -> list[Group]:
     """Groups in ``rewrite-job-order`` (Java's ``RewriteFileGroup.comparator``, a stable sort; none: as planned)."""
-    if options.rewrite_job_order not in _JOB_ORDER_KEYS:
+    return order_by_job_order(groups, options.rewrite_job_order)
+
+
+def order_by_job_order(groups: list[Group], job_order: str) -> list[Group]:
+    """Groups (with ``input_bytes`` and ``files``) ordered by a ``rewrite-job-order`` name, stably."""
+    if job_order not in _JOB_ORDER_KEYS:
         return groups
-    key, descending = _JOB_ORDER_KEYS[options.rewrite_job_order]
+    key, descending = _JOB_ORDER_KEYS[job_order]
     return sorted(groups, key=key, reverse=descending)
 
 

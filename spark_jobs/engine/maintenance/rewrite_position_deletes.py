@@ -44,6 +44,7 @@ from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction.bin_packing import ListPacker
 from spark_jobs.engine.compaction.dangling_deletes import find_dangling_deletes
 from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS, check_sizes, require_option
+from spark_jobs.engine.compaction.planner import order_by_job_order
 from spark_jobs.engine.errors import EngineError, UserInputError
 from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import PartitionKey, partition_key
@@ -261,7 +262,7 @@ def plan_position_delete_rewrite(
     for partition, entries in by_partition.items():
         for index, files in enumerate(_plan_partition(entries, options), start=1):
             groups.append(DeleteFileGroup(len(groups) + 1, index, partition, tuple(files)))
-    groups = _ordered(groups, options.rewrite_job_order)
+    groups = order_by_job_order(groups, options.rewrite_job_order)
     grouped = {entry.data_file.file_path for group in groups for entry in group.files}
     candidate_paths = {entry.data_file.file_path for entry in candidates}
     dangling = find_dangling_deletes(table, snapshot).locations
@@ -292,19 +293,6 @@ def _plan_partition(entries: list[ManifestEntry], options: PositionDeleteRewrite
         or (len(group) > 1 and sum(map(size, group)) > options.target_file_size_bytes)
         or sum(map(size, group)) > options.max_file_size_bytes
     ]
-
-
-def _ordered(groups: list[DeleteFileGroup], job_order: str) -> list[DeleteFileGroup]:
-    keys = {
-        "bytes-asc": (lambda g: g.input_bytes, False),
-        "bytes-desc": (lambda g: g.input_bytes, True),
-        "files-asc": (lambda g: len(g.files), False),
-        "files-desc": (lambda g: len(g.files), True),
-    }
-    if job_order not in keys:
-        return groups
-    key, descending = keys[job_order]
-    return sorted(groups, key=key, reverse=descending)
 
 
 def live_data_files_by_partition(table: Table) -> dict[PartitionKey, set[str]]:
