@@ -11,20 +11,25 @@ The engine steps are ``compaction.shuffle_tasks``; here they become Spark work, 
 3. Each Spark partition writes its output's ranges in order, each sorted by the keys the chunks carry
    (``write_output``), and returns the files it wrote. Executor read counters of step 2 are summed on the driver
    (the sampling read of step 1 is not counted, so ``rows_read`` counts each row once).
+4. A group read by a single task into a single range (a small group: one output file) skips steps 1-3: that task
+   sorts its rows and writes them itself, in the same Spark job as the shuffled groups.
 """
 
 from __future__ import annotations
 
 import pickle
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from spark_jobs.engine.compaction.planner import FileGroup
 from spark_jobs.engine.compaction.range_partitioning import sample_size_per_task
 from spark_jobs.engine.compaction.rewrite_tasks import RewriteContexts, RewriteTask
 from spark_jobs.engine.compaction.shuffle_tasks import (
+    GroupRanges,
     key_scan_context,
     needs_sampling,
     route_task,
@@ -52,16 +57,22 @@ def run_shuffle_wave(
     if keys is None:
         raise ValueError(f"strategy {strategy.name} has no sort keys")
     per_file = strategy.shuffle_partitions_per_file
-    samples = _sample(spark, strategy, groups, tasks, contexts)
-    ranges = wave_ranges(groups, samples, keys, per_file)
+    tasks_per_group = Counter(task.group_index for task in tasks)
+    # A group read by one task into one range needs no shuffle: that task sorts and writes it.
+    local = {
+        group.global_index
+        for group in groups
+        if group.expected_output_files * per_file == 1 and tasks_per_group[group.global_index] == 1
+    }
+    shuffled_groups = [group for group in groups if group.global_index not in local]
+    shuffled_tasks = [task for task in tasks if task.group_index not in local]
+    samples = _sample(spark, strategy, shuffled_groups, shuffled_tasks, contexts)
+    ranges = wave_ranges(shuffled_groups, samples, keys, per_file)
     ranges_by_group = {planned.group_index: planned for planned in ranges}
     group_of_output = [planned.group_index for planned in ranges for _ in range(planned.outputs)]
     outputs = len(group_of_output)
     context = spark.sparkContext
     accumulator = context.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
-    payloads = [
-        pickle.dumps((task, ranges_by_group[task.group_index]), protocol=pickle.HIGHEST_PROTOCOL) for task in tasks
-    ]
 
     def route(payload: bytes) -> Iterator[tuple[tuple[int, int], bytes]]:
         task, task_ranges = pickle.loads(payload)
@@ -75,17 +86,36 @@ def run_shuffle_wave(
         for item in written:
             yield group_index, pickle.dumps(item)
 
-    rows = (
-        context.parallelize(payloads, numSlices=max(len(payloads), 1))
-        .flatMap(route)
-        .repartitionAndSortWithinPartitions(outputs, partitionFunc=lambda key: key[0], keyfunc=lambda key: key)
-        .mapPartitionsWithIndex(write)
-        .collect()
-    )
+    def sort_locally(payload: bytes) -> Iterator[tuple[int, bytes]]:
+        task = pickle.loads(payload)
+        metrics = ScanMetrics()
+        single = GroupRanges(task.group_index, pa.table({}), 0, 1, 1)
+        chunks = list(route_task(task, contexts, keys, single, metrics))
+        accumulator.add(metrics.as_dict())
+        for item in write_output(chunks, contexts, keys, f"g{task.group_index}-o0-{task_attempt_tag()}"):
+            yield task.group_index, pickle.dumps(item)
+
+    jobs = []
+    local_payloads = [_pickled(task) for task in tasks if task.group_index in local]
+    if local_payloads:
+        jobs.append(context.parallelize(local_payloads, numSlices=len(local_payloads)).flatMap(sort_locally))
+    if shuffled_tasks:
+        payloads = [_pickled((task, ranges_by_group[task.group_index])) for task in shuffled_tasks]
+        jobs.append(
+            context.parallelize(payloads, numSlices=len(payloads))
+            .flatMap(route)
+            .repartitionAndSortWithinPartitions(outputs, partitionFunc=lambda key: key[0], keyfunc=lambda key: key)
+            .mapPartitionsWithIndex(write)
+        )
+    rows = (jobs[0] if len(jobs) == 1 else context.union(jobs)).collect() if jobs else []
     if counters is not None:
         for key, value in accumulator.value.items():
             setattr(counters, key, getattr(counters, key) + value)
     return [(group_index, pickle.loads(item)) for group_index, item in rows]
+
+
+def _pickled(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _sample(
