@@ -120,7 +120,7 @@ def queries(rows: int) -> dict[str, str]:
 
 def run_query(identifier: str, row_filter: str, repeats: int = 3) -> dict[str, Any]:
     """Median seconds of a warm in-process read of ``sum(price)`` with the filter, bytes read, rows, sum."""
-    from spark_jobs.engine.read_session import open_read_session
+    from spark_jobs.engine.read.session import open_read_session
 
     times, result = [], {}
     for _ in range(repeats + 1):  # the first run warms caches and is not counted
@@ -153,10 +153,10 @@ def query_all(identifier: str, rows: int) -> dict[str, Any]:
 
 def rewrite_ours(spark: Any, name: str, sort_order: str | None) -> dict[str, Any]:
     """Plan and rewrite on this process's Spark session; seconds from plan to commit."""
-    from spark_jobs.engine.catalog import load_catalog, load_table
     from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
     from spark_jobs.engine.compaction.strategy import resolve_strategy
-    from spark_jobs.engine.spark_compact import run_rewrite
+    from spark_jobs.engine.table.catalog import load_catalog, load_table
+    from spark_jobs.spark.compact import run_rewrite
 
     started = time.perf_counter()
     table = load_table(load_catalog(CATALOG), f"{NAMESPACE}.{name}")

@@ -127,12 +127,12 @@ def _rewrite(args: argparse.Namespace, table: Any) -> dict[str, Any]:
         from spark_jobs.engine.maintenance.rewrite_manifests import plan_manifest_rewrite, rewrite_manifests
 
         sort_by = [name.strip() for name in args.sort_by.split(",") if name.strip()] if args.sort_by else None
-        plan = plan_manifest_rewrite(table, spec_id=args.spec_id, sort_by=sort_by)
+        manifest_plan = plan_manifest_rewrite(table, spec_id=args.spec_id, sort_by=sort_by)
         if args.dry_run:
-            print(plan.describe(), flush=True)
-            return {"operation": "replace" if plan.rewrites else None, **plan.as_dict()}
-        result = rewrite_manifests(table, plan)
-        done = {"operation": "replace" if result else None, **plan.as_dict()}
+            print(manifest_plan.describe(), flush=True)
+            return {"operation": "replace" if manifest_plan.rewrites else None, **manifest_plan.as_dict()}
+        result = rewrite_manifests(table, manifest_plan)
+        done = {"operation": "replace" if result else None, **manifest_plan.as_dict()}
         if result is not None:
             done.update(
                 committed_snapshot_id=result.snapshot_id,
@@ -162,7 +162,7 @@ def _rewrite(args: argparse.Namespace, table: Any) -> dict[str, Any]:
     )
     plan = plan_position_delete_rewrite(table, options, where=args.where)
     if plan.format_version >= 3 and plan.candidate_files and not args.dry_run:
-        from spark_jobs.engine.errors import UnsupportedFeatureError
+        from spark_jobs.engine.shared.errors import UnsupportedFeatureError
 
         raise UnsupportedFeatureError(
             f"table {plan.table_name} is format v{plan.format_version} and still has {plan.candidate_files} position "

@@ -137,9 +137,9 @@ def count(
     otherwise the data files with deletes are scanned (on ``spark``, or in this process when it is None) and the
     others counted from the manifests.
     """
-    from spark_jobs.engine.catalog import load_catalog, load_table
     from spark_jobs.engine.planning.row_count import plan_count
-    from spark_jobs.engine.snapshots import resolve_read_target
+    from spark_jobs.engine.table.catalog import load_catalog, load_table
+    from spark_jobs.engine.table.snapshots import resolve_read_target
 
     catalog_object = load_catalog(catalog) if isinstance(catalog, str) else catalog
     iceberg_table = load_table(catalog_object, table)
@@ -165,8 +165,8 @@ def _count_by_scan(spark: Any, catalog: Any, table: Any, target: Any, paths: fro
     """Rows of the data files ``paths`` with their deletes applied, reading one narrow column."""
     import dataclasses
 
-    from spark_jobs.engine.read_session import open_read_session
-    from spark_jobs.engine.tasks import ScanTask
+    from spark_jobs.engine.planning.scan_tasks import ScanTask
+    from spark_jobs.engine.read.session import open_read_session
 
     narrow = min(target.schema.fields, key=lambda f: (not f.field_type.is_primitive, f.field_id))
     snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
@@ -175,7 +175,7 @@ def _count_by_scan(spark: Any, catalog: Any, table: Any, target: Any, paths: fro
     session.plan = dataclasses.replace(session.plan, tasks=[task for task in tasks if task.slices])
     if spark is None:
         return session.to_arrow().num_rows
-    from spark_jobs.engine.spark_scan import dataframe_from_session
+    from spark_jobs.spark.scan import dataframe_from_session
 
     frame, _ = dataframe_from_session(spark, session)
     return int(frame.count())
@@ -279,9 +279,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 def _count_job(args: argparse.Namespace) -> dict[str, Any]:
     """``--count``: count(*) from the manifests when possible, else with a scan of the files with deletes on Spark."""
-    from spark_jobs.engine.catalog import load_catalog, load_table
     from spark_jobs.engine.planning.row_count import plan_count
-    from spark_jobs.engine.snapshots import resolve_read_target
+    from spark_jobs.engine.table.catalog import load_catalog, load_table
+    from spark_jobs.engine.table.snapshots import resolve_read_target
 
     if args.output is not None or args.row_filter is not None or args.columns is not None:
         raise UsageError("spark_jobs/read.py: --count takes no --output, --filter or --columns")

@@ -65,7 +65,8 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
     :param shuffle_partitions_per_file: Sort/z-order: sorted ranges per output file. (templated)
     :param var_length_contribution: Z-order: bytes a string or binary column contributes. (templated)
     :param max_output_size: Z-order: bytes of the interleaved value. (templated)
-    :param dry_run: Plan only: return the plan, commit nothing. (templated, held as ``plan_only``: e.g. ``"{{ params.dry_run }}"``)
+    :param dry_run: Plan only: return the plan, commit nothing. (templated as ``plan_only``, e.g.
+        ``"{{ params.dry_run }}"``)
     """
 
     job = "compact"

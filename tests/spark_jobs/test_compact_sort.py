@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs import compact as compact_job
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.job_support import EXIT_USAGE, run_job
 from tests.support.conformance import table_checksum
 

@@ -11,7 +11,7 @@ import pytest
 from spark_jobs import read as read_job
 from spark_jobs.engine.commit.committer import commit_change
 from spark_jobs.engine.planning.row_count import plan_count
-from spark_jobs.engine.read_session import open_read_session
+from spark_jobs.engine.read.session import open_read_session
 from tests.support.rewrite_tables import SCHEMA, SPEC, append, equality_delete_change, position_delete_change
 
 

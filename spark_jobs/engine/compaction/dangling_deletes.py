@@ -26,7 +26,7 @@ from pyiceberg.table.snapshots import Operation, Snapshot
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction.candidates import RewriteCandidate, list_candidates
 from spark_jobs.engine.planning.delete_index import PartitionKey, partition_key
-from spark_jobs.engine.planning.manifest_entries import content_offset, read_live_entries
+from spark_jobs.engine.table.manifest_entries import content_offset, read_live_entries
 
 # (location, content offset): the offset is None except for deletion vectors.
 DeleteKey = tuple[str, int | None]

@@ -30,7 +30,7 @@ from spark_jobs.engine.compaction.planner import FileGroup
 from spark_jobs.engine.compaction.range_partitioning import determine_bounds, partition_ids, sample_keys
 from spark_jobs.engine.compaction.rewrite_tasks import RewriteContexts, RewriteTask, read_task_batches
 from spark_jobs.engine.compaction.sort_keys import SortKeySpec
-from spark_jobs.engine.metrics import ScanMetrics
+from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.write_context import write_data_stream
 
 CHUNK_BYTES = 8 * 1024 * 1024

@@ -37,7 +37,7 @@ from pyiceberg.transforms import (
 )
 from pyiceberg.types import ListType, MapType, NestedField, PrimitiveType
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)+`)|([A-Za-z_][A-Za-z0-9_$]*)|(-?\d+)|([(),.]))")
 _TIME_TRANSFORMS: dict[str, type[Transform]] = {

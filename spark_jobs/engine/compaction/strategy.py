@@ -35,7 +35,7 @@ from spark_jobs.engine.compaction.zorder import (
     DEFAULT_VAR_LENGTH_CONTRIBUTION,
     check_zorder_type,
 )
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 PRIMITIVE_BUFFER_SIZE = 8
 DEFAULT_VAR_LENGTH_CONTRIBUTION = PRIMITIVE_BUFFER_SIZE

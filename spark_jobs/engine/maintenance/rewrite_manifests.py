@@ -33,8 +33,8 @@ from spark_jobs.engine.commit.committer import CommitResult, commit_change
 from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.errors import UserInputError
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries
 
 MANIFEST_TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
 DEFAULT_MANIFEST_TARGET_SIZE = 8 * 1024 * 1024
@@ -193,8 +193,8 @@ def cluster_entries(
     names = [f.name for f in spec.fields]
     positions = [names.index(name) for name in sort_by] if sort_by else list(range(len(names)))
 
-    def key(entry: ManifestEntry) -> tuple:
-        values = tuple(entry.data_file.partition)
+    def key(entry: ManifestEntry) -> tuple[tuple[bool, Any], ...]:
+        values = partition_values(entry.data_file)
         return tuple((values[i] is not None, values[i] if values[i] is not None else 0) for i in positions)
 
     ordered = sorted(entries, key=key)

@@ -38,19 +38,19 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 
 from spark_jobs.engine.commit.committer import CommitResult, commit_change
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction.bin_packing import ListPacker
 from spark_jobs.engine.compaction.dangling_deletes import find_dangling_deletes
 from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS, check_sizes, require_option
 from spark_jobs.engine.compaction.planner import order_by_job_order
-from spark_jobs.engine.errors import EngineError, UserInputError
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import PartitionKey, partition_key
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.scan_planner import bind_row_filter
+from spark_jobs.engine.shared.errors import EngineError, UserInputError
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_position_delete_rows
 
 DELETE_TARGET_SIZE_PROPERTY = "write.delete.target-file-size-bytes"
@@ -283,7 +283,7 @@ def _plan_partition(entries: list[ManifestEntry], options: PositionDeleteRewrite
         if options.rewrite_all
         else [e for e in entries if size(e) < options.min_file_size_bytes or size(e) > options.max_file_size_bytes]
     )
-    packed = ListPacker(options.max_file_group_size_bytes, 1, False).pack(chosen, size)
+    packed = ListPacker[ManifestEntry](options.max_file_group_size_bytes, 1, False).pack(chosen, size)
     if options.rewrite_all:
         return packed
     return [

@@ -19,10 +19,10 @@ from pyiceberg.manifest import ManifestContent
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
-from spark_jobs.engine.metrics import ScanMetrics
 from spark_jobs.engine.planning.delete_index import DeleteFileIndex
-from spark_jobs.engine.planning.manifest_cache import cached_manifests
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.manifest_cache import cached_manifests
 
 MANIFEST_LIST = "manifest-list"
 MANIFEST_ENTRIES = "manifest-entries"

@@ -288,7 +288,7 @@ def test_compression_factor_scales_the_expected_output_files():
 def test_output_spec_id_must_be_a_spec_of_the_table(conformance_catalog):
     import pytest
 
-    from spark_jobs.engine.errors import UserInputError
+    from spark_jobs.engine.shared.errors import UserInputError
 
     table = conformance_catalog.load_table("corpus.partition_evolution")
     options = RewriteOptions.resolve({}, target_file_size_bytes=MIB, min_input_files=2, output_spec_id=0)

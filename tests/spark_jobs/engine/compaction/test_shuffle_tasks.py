@@ -19,7 +19,7 @@ from spark_jobs.engine.commit.committer import commit_change
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites
 from spark_jobs.engine.compaction.strategy import resolve_strategy
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 from tests.support.rewrite_tables import (
     append,
     ids_and_checksum,
@@ -192,7 +192,7 @@ def _plan_only(table: Table, sort_order: str):
 
 def _upsert(table: Table, ids: list[int]):
     """Position deletes for ``ids`` and the same ids again with new names (an upsert by id)."""
-    from spark_jobs.engine.commit.file_entries import to_data_file
+    from spark_jobs.engine.write.file_entries import to_data_file
     from spark_jobs.engine.write.write_context import WriteContext, write_data
 
     change = position_delete_change(table, set(ids), "up")

@@ -22,7 +22,7 @@ from spark_jobs.engine.compaction.sort_order_parsing import (
     parse_sort_order_text,
     table_sort_order_id,
 )
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

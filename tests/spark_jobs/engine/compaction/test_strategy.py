@@ -10,7 +10,7 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import DecimalType, LongType, NestedField, StringType
 
 from spark_jobs.engine.compaction.strategy import BINPACK_STRATEGY, resolve_strategy
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

@@ -26,7 +26,7 @@ from pyiceberg.types import (
 )
 
 from spark_jobs.engine.compaction.zorder import check_zorder_type, interleave_bits, ordered_bytes, zorder_values
-from spark_jobs.engine.errors import UserInputError
+from spark_jobs.engine.shared.errors import UserInputError
 
 
 def _hex(matrix: np.ndarray) -> list[str]:

@@ -8,11 +8,11 @@ from pyiceberg.table import Table
 
 from spark_jobs.engine.commit.committer import commit_change
 from spark_jobs.engine.commit.producer import CommitConflictError
-from spark_jobs.engine.errors import UserInputError
 from spark_jobs.engine.maintenance.rewrite_manifests import cluster_entries, plan_manifest_rewrite, rewrite_manifests
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
 from spark_jobs.engine.planning.scan_planner import plan_scan
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 from tests.support.rewrite_tables import SCHEMA, SPEC, append, equality_delete_change, ids_and_checksum
 
 CATEGORIES = ("a", "b", "c", "d")

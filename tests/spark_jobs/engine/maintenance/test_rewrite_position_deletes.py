@@ -9,18 +9,18 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 
 from spark_jobs.engine.commit.committer import commit_change
-from spark_jobs.engine.commit.file_entries import to_data_file
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites
-from spark_jobs.engine.errors import UserInputError
 from spark_jobs.engine.maintenance.rewrite_position_deletes import (
     PositionDeleteRewriteOptions,
     plan_position_delete_rewrite,
     rewrite_position_deletes,
 )
-from spark_jobs.engine.planning.manifest_entries import read_live_entries
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_position_delete_rows
 from tests.support.corpus_copies import register_corpus_copy
 from tests.support.rewrite_tables import (

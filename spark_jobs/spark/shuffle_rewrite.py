@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pickle
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -38,9 +38,9 @@ from spark_jobs.engine.compaction.shuffle_tasks import (
     write_output,
 )
 from spark_jobs.engine.compaction.strategy import RewriteStrategy
-from spark_jobs.engine.metrics import ScanMetrics
-from spark_jobs.engine.spark_scan import ScanMetricsParam
-from spark_jobs.engine.spark_write import task_attempt_tag
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.spark.scan import ScanMetricsParam
+from spark_jobs.spark.write import task_attempt_tag
 
 
 def run_shuffle_wave(
@@ -80,7 +80,7 @@ def run_shuffle_wave(
         yield from route_task(task, contexts, keys, task_ranges, metrics)
         accumulator.add(metrics.as_dict())
 
-    def write(output: int, chunks: Iterator[tuple[tuple[int, int], bytes]]) -> Iterator[tuple[int, bytes]]:
+    def write(output: int, chunks: Iterable[tuple[tuple[int, int], bytes]]) -> Iterator[tuple[int, bytes]]:
         group_index = group_of_output[output]
         written = write_output(chunks, contexts, keys, f"g{group_index}-o{output}-{task_attempt_tag()}")
         for item in written:
