@@ -70,14 +70,12 @@ def iceberg_demo_pipeline() -> None:
 
         def rows(ids: np.ndarray) -> pa.Table:
             count = len(ids)
-            return pa.table(
-                {
-                    "id": pa.array(ids, pa.int64()),
-                    "category": pa.array(rng.choice(["a", "b", "c", "d"], count)),
-                    "qty": pa.array(rng.integers(0, 1000, count, dtype=np.int32)),
-                    "price": pa.array(np.round(rng.random(count) * 100, 2)),
-                }
-            )
+            return pa.table({
+                "id": pa.array(ids, pa.int64()),
+                "category": pa.array(rng.choice(["a", "b", "c", "d"], count)),
+                "qty": pa.array(rng.integers(0, 1000, count, dtype=np.int32)),
+                "price": pa.array(np.round(rng.random(count) * 100, 2)),
+            })
 
         first_ids = np.arange(0, ROWS_PER_BATCH)
         second_ids = np.arange(ROWS_PER_BATCH, 2 * ROWS_PER_BATCH)
