@@ -19,6 +19,7 @@ import pytest
 from spark_jobs import compact as compact_job
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.job_contract import missing_result_fields
 from spark_jobs.job_support import EXIT_USAGE, run_job
 from tests.support.conformance import table_checksum
 
@@ -160,4 +161,4 @@ def test_dry_run_json_is_the_last_line_of_the_job(testing_catalog, capsys):
     exit_code = run_job("compact", lambda: compact_job.main([*_args(table), "--sort-order", "k", "--dry-run"]))
     assert exit_code == 0
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert last["strategy"] == "sort" and last["dry_run"] is True
+    assert last["strategy"] == "sort" and last["dry_run"] is True and missing_result_fields(last) == []

@@ -10,6 +10,7 @@ import pytest
 
 from spark_jobs import maintain as maintain_job
 from spark_jobs.engine.commit.committer import commit_change
+from spark_jobs.job_contract import missing_result_fields
 from spark_jobs.job_support import EXIT_OK, EXIT_USAGE, run_job
 from tests.support.rewrite_tables import SCHEMA, SPEC, append, ids_and_checksum, position_delete_change
 
@@ -42,6 +43,7 @@ def test_rewrite_position_deletes_dry_run_then_run(table, capsys):
     assert words[0].startswith("plan: rewrite position deletes of") and "16 position delete files" in words[0]
     assert (planned["operation"], planned["file_groups"], planned["rewritten_delete_files"]) == ("replace", 2, 16)
     done = maintain_job.main(_args("rewrite-position-deletes", table))
+    assert missing_result_fields(planned) == missing_result_fields(done) == []
     assert (done["commits"], done["delete_files_removed"], done["delete_files_added"]) == (1, 16, 2)
     assert done["positions_written"] == done["positions_read"] == 16
     assert ids_and_checksum(table.catalog.load_table(table.name())) == before
@@ -53,6 +55,7 @@ def test_rewrite_manifests_dry_run_then_run(table, capsys):
     assert capsys.readouterr().out.startswith("plan: rewrite manifests of")
     assert planned["manifests_before"] == 9 and planned["manifests_expected"] == 2
     done = maintain_job.main(_args("rewrite-manifests", table))
+    assert missing_result_fields(planned) == missing_result_fields(done) == []
     assert done["operation"] == "replace" and done["manifests_after"] == 2
     assert ids_and_checksum(table.catalog.load_table(table.name())) == before
 
