@@ -225,7 +225,7 @@ def test_position_delete_and_manifest_rewrites(spark, readers, tmp_path, format_
         ["rewrite-position-deletes", "--catalog", CATALOG, "--table", table, "--min-input-files", "2"]
     )
     assert deletes["delete_files_removed"] > 0, deletes
-    readers.check(table, model)
+    # one check of the readers covers both rewrites: the manifest rewrite carries the rewritten deletes as they are
     manifests = maintain_job.main(["rewrite-manifests", "--catalog", CATALOG, "--table", table])
     assert manifests["operation"] == "replace" and manifests["manifests_after"] < manifests["manifests_before"]
     readers.check(table, model)
