@@ -33,7 +33,7 @@ from spark_jobs.engine.commit.committer import CommitResult, commit_change
 from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.errors import UnsupportedFeatureError, UserInputError
 from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries
 
 MANIFEST_TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
@@ -151,6 +151,12 @@ def rewrite_manifests(table: Table, plan: ManifestRewritePlan) -> CommitResult |
     """Write the clustered manifests and commit the swap (module doc, steps 2-4); None when nothing to rewrite."""
     if not plan.rewrites:
         return None
+    if table.metadata.format_version != 2:
+        # The manifests written here are v2 manifests; a v3 table's need first_row_id carried (not yet done).
+        raise UnsupportedFeatureError(
+            f"table {'.'.join(table.name())} is format v{table.metadata.format_version}: rewriting its manifests is "
+            "supported for format v2 only"
+        )
     snapshot_id = table.metadata.new_snapshot_id()
     spec = table.specs()[plan.spec_id]
     added: list[ManifestFile] = []
