@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from datetime import datetime
 from pathlib import Path
 
@@ -113,16 +114,19 @@ def test_yarn_client_mode_keeps_the_secret_in_the_environment(monkeypatch, lake_
     assert hook.submit_environment()["PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY"] == SECRET
 
 
-def test_yarn_cluster_mode_sends_the_catalog_as_driver_env_confs_masked_in_the_log(
-    monkeypatch, lake_connection
-) -> None:
-    """The driver starts on the cluster: its environment can only travel with the submission (documented)."""
+def test_yarn_cluster_mode_sends_the_catalog_in_a_private_properties_file(monkeypatch, lake_connection) -> None:
+    """The driver starts on the cluster: its environment travels as driver-env confs in a 0600 properties file."""
     yarn_cluster = {"conn_type": "spark", "host": "yarn", "extra": {"deploy-mode": "cluster"}}
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_YARN_CLUSTER", json.dumps(yarn_cluster))
     _, hook, command = _submission("spark_yarn_cluster", lake_connection)
-    conf = f"spark.yarn.appMasterEnv.PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY={SECRET}"
-    assert conf in command
-    assert SECRET not in hook._mask_cmd(command)
+    try:
+        assert SECRET not in " ".join(command)
+        properties_file = Path(command[command.index("--properties-file") + 1])
+        assert stat.S_IMODE(properties_file.stat().st_mode) == 0o600
+        conf = f"spark.yarn.appMasterEnv.PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY={SECRET}"
+        assert conf in properties_file.read_text().splitlines()
+    finally:
+        hook._remove_job_properties_file()
 
 
 def test_templated_fields_render() -> None:
