@@ -456,6 +456,9 @@ def markdown(header: dict[str, Any], results: list[JobResult]) -> str:
         if result.unsupported:
             lines.append(f"| {result.name} | - | - | {result.unsupported} | | | | | |")
             continue
+        if not result.java and not result.ours:
+            lines.append(f"| {result.name} | - | - | see checks | | | | | |")
+            continue
         lines.append(
             f"| {s['job']} | {s['java_s']} | {s['ours_s']} | **{s['ratio']}x** | {s['ratios']} | {s['java_cpu_s']} | "
             f"{s['ours_cpu_s']} | {s['java_spark']} | {s['ours_spark']} |"
@@ -568,21 +571,27 @@ def main() -> None:
         )
         bench = SideBySide(args, java, ours, built)
         chosen = args.jobs.split(",")
+
+        def write_results() -> str:
+            header = run_start.header(args)
+            header["versions"] = built.get("versions")
+            header["runner_start_seconds"] = {"java": java.start_seconds, "ours": ours.start_seconds}
+            report = {
+                **header,
+                "summary": [result.summary() for result in bench.results],
+                "jobs": [asdict(result) for result in bench.results],
+            }
+            (results_dir / f"{stem}.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+            table = markdown(header, bench.results)
+            (results_dir / f"{stem}.md").write_text(table)
+            return table
+
         for group in JOB_GROUPS:
             if group in chosen:
                 print(f"{group} (load {load_average()})", flush=True)
                 getattr(bench, f"{group}_jobs")()
-        header = run_start.header(args)
-        header["versions"] = built.get("versions")
-        header["runner_start_seconds"] = {"java": java.start_seconds, "ours": ours.start_seconds}
-        report = {
-            **header,
-            "summary": [result.summary() for result in bench.results],
-            "jobs": [asdict(result) for result in bench.results],
-        }
-        (results_dir / f"{stem}.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
-        (results_dir / f"{stem}.md").write_text(markdown(header, bench.results))
-        print(markdown(header, bench.results))
+                write_results()  # after every group: a long run stopped midway keeps what it measured
+        print(write_results())
     finally:
         java.close()
         if ours is not None:
