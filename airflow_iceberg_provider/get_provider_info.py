@@ -33,6 +33,12 @@ TRIGGER_MODULES: list[str] = [
 # Asset URIs of Iceberg tables: iceberg://<catalog>/<namespace>/<table> (airflow_iceberg_provider/assets.py).
 ASSET_URI_SCHEMES = ["iceberg"]
 ASSET_URI_HANDLER = "airflow_iceberg_provider.assets.sanitize_uri"
+# Extra links on the operators' tasks (airflow_iceberg_provider/links.py).
+EXTRA_LINKS: list[str] = [
+    "airflow_iceberg_provider.links.SparkUiLink",
+    "airflow_iceberg_provider.links.SparkDriverLogLink",
+    "airflow_iceberg_provider.links.CompactionReportLink",
+]
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -61,5 +67,6 @@ def get_provider_info() -> dict[str, Any]:
         if modules:
             info[key] = [{"integration-name": integration, "python-modules": list(modules)}]
     info["asset-uris"] = [{"schemes": list(ASSET_URI_SCHEMES), "handler": ASSET_URI_HANDLER}]
+    info["extra-links"] = list(EXTRA_LINKS)
     # The `iceberg` connection type belongs to apache-airflow-providers-apache-iceberg; this provider reuses it.
     return info

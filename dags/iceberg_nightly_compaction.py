@@ -1,7 +1,9 @@
 """Nightly compaction gated by the compaction sensor, then snapshot expiry and orphan-file removal.
 
-1. ``IcebergCompactionNeededSensor`` reads the current snapshot's manifests (no Spark): small files, delete files,
-   deleted-row ratio. Below every threshold it times out softly and the rest of the run is skipped.
+1. ``IcebergCompactionNeededSensor`` reads the current snapshot's manifests (no Spark) and decides per partition with
+   the rules production systems use (AWS Glue: more than 100 files under 75 % of the target size; Apache Amoro: 12
+   or more fragment files under target / 8, or a deleted-row ratio of 0.1), logging each partition's numbers and
+   verdict. Below every threshold it times out softly and the rest of the run is skipped.
 2. ``IcebergCompactOperator(dry_run=True)`` logs and returns the plan; then the compaction commits a ``replace``.
 3. ``IcebergMaintenanceOperator`` expires snapshots older than seven days (keeping the last ten) and removes orphan
    files older than three days.
@@ -32,9 +34,6 @@ def iceberg_nightly_compaction() -> None:
     needed = IcebergCompactionNeededSensor(
         task_id="compaction_needed",
         **TABLE_ARGS,
-        min_small_files=20,
-        min_delete_files=10,
-        min_deleted_row_ratio=0.1,
         mode="reschedule",
         poke_interval=600,
         timeout=int(timedelta(hours=2).total_seconds()),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,10 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from airflow_iceberg_provider.credentials import mask_text
 from airflow_iceberg_provider.job_output import JobOutput
+from airflow_iceberg_provider.links import spark_link_in
+
+# Called with (link class, URL) when the output announces a link (the Spark UI, a YARN tracking page).
+LinkListener = Callable[[type, str], None]
 
 
 class SparkJobSubmitHook(SparkSubmitHook):
@@ -39,6 +43,7 @@ class SparkJobSubmitHook(SparkSubmitHook):
         self.job_env: dict[str, str] = {}
         self.secrets: set[str] = set()
         self._job_properties_file: str | None = None
+        self.on_link: LinkListener | None = None
 
     @classmethod
     def from_hook(cls, hook: SparkSubmitHook) -> SparkJobSubmitHook:
@@ -49,6 +54,7 @@ class SparkJobSubmitHook(SparkSubmitHook):
         job_hook.job_env = {}
         job_hook.secrets = set()
         job_hook._job_properties_file = None
+        job_hook.on_link = None
         return job_hook
 
     @property
@@ -108,8 +114,13 @@ class SparkJobSubmitHook(SparkSubmitHook):
         super()._process_spark_submit_log(self._recorded(itr))
 
     def _recorded(self, itr: Iterator[Any]) -> Iterator[Any]:
+        announced: set[type] = set()
         for line in itr:
             self.job_output.add_line(str(line))
+            link = spark_link_in(str(line))
+            if link is not None and self.on_link is not None and link[0] not in announced:
+                announced.add(link[0])
+                self.on_link(*link)
             yield line
 
     @property

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, is_enabled
+from airflow_iceberg_provider.compaction_report import html_report, size_histogram, text_report
+from airflow_iceberg_provider.compaction_stats import CompactionThresholds, FileStats, file_stats
+from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion
+from airflow_iceberg_provider.links import CompactionReportLink, SparkDriverLogLink, SparkUiLink, browsable
+from airflow_iceberg_provider.operators.spark_job import (
+    IcebergSparkJobOperator,
+    flag_arguments,
+    is_enabled,
+    optional_text,
+)
+from airflow_iceberg_provider.settings import ProviderSettings
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -44,6 +54,12 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
 
     The table is declared as an inlet: compaction keeps the rows, so it emits no asset event for data-aware DAGs.
 
+    Table health: before the job the task logs, per partition, the table's files and whether the production
+    rules (``IcebergCompactionNeededSensor``'s defaults) call for compaction; after it, a report of data files,
+    small files, fragments, delete files, rows and bytes before and after, with a histogram of data file sizes
+    before and after. The report goes to the task log as text and, as an HTML page with the histograms as images,
+    to ``report_location`` (the "Compaction report" link on the task; XCom ``compaction_report``).
+
     :param where: Only compact files that may hold rows matching this filter (pyiceberg syntax). (templated)
     :param target_file_size_bytes: Output file size. (templated)
     :param min_file_size_bytes: Files below this are candidates (default 0.75 x target). (templated)
@@ -67,11 +83,16 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
     :param max_output_size: Z-order: bytes of the interleaved value. (templated)
     :param dry_run: Plan only: return the plan, commit nothing. (templated as ``plan_only``, e.g.
         ``"{{ params.dry_run }}"``)
+    :param report_location: Where the HTML report is written (a local path or a URI the catalog's storage
+        properties reach); default ``<ICEBERG_PROVIDER_OUTPUT_ROOT>/reports/<dag>/<run>/<task>.html``; ``""``: no
+        HTML report. (templated)
     """
 
     job = "compact"
+    operator_extra_links = (SparkUiLink(), SparkDriverLogLink(), CompactionReportLink())
     template_fields: Sequence[str] = (
         *IcebergSparkJobOperator.template_fields,
+        "report_location",
         "where",
         *(attribute for attribute, _ in _SIZE_AND_GROUP_OPTIONS),
         *(attribute for attribute, _ in _SORT_OPTIONS),
@@ -104,6 +125,7 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         var_length_contribution: int | str | None = None,
         max_output_size: int | str | None = None,
         dry_run: bool | str = False,
+        report_location: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -132,6 +154,73 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         self.max_output_size = max_output_size
         # Not ``self.dry_run``: that name is BaseOperator's method (render templates only).
         self.plan_only = dry_run
+        self.report_location = report_location
+
+    def execute(self, context: Context) -> dict[str, Any] | None:  # type: ignore[override]
+        """Log the table's health, run the job, then report the files before and after."""
+        hook = self.catalog_hook()
+        thresholds = CompactionThresholds(target_file_size_bytes=self._target_override()).with_defaults()
+        before = file_stats(hook.load_table(self.table), thresholds=thresholds)
+        explanation = thresholds.explain(before)
+        self.log.info("%s before compaction, per partition (the sensor's default rules):", self.table)
+        for line in explanation:
+            self.log.info("  %s", line)
+        result = super().execute(context)
+        after = before if is_enabled(self.plan_only) else file_stats(hook.load_table(self.table), thresholds=thresholds)
+        self.report(context, before, after, result or {}, explanation)
+        return result
+
+    def _target_override(self) -> int | None:
+        text = optional_text(self.target_file_size_bytes)
+        return int(text) if text is not None else None
+
+    def report(
+        self, context: Context, before: FileStats, after: FileStats, result: dict[str, Any], explanation: list[str]
+    ) -> dict[str, Any]:
+        """Log the report, write its HTML page, store its link; returns what is pushed as ``compaction_report``."""
+        for line in text_report(self.table, before, after, result):
+            self.log.info("%s", line)
+        summary: dict[str, Any] = {
+            "location": None,
+            "before": {
+                **before.as_dict(),
+                "histogram": list(size_histogram(before.data_file_sizes, before.target_file_size_bytes).counts),
+            },
+            "after": {
+                **after.as_dict(),
+                "histogram": list(size_histogram(after.data_file_sizes, before.target_file_size_bytes).counts),
+            },
+            "buckets": list(size_histogram((), before.target_file_size_bytes).labels),
+        }
+        location = self._report_location(context)
+        if location:
+            page = html_report(self.table, before, after, result, explanation)
+            write_text(location, page, self.catalog_hook().storage_properties())
+            summary["location"] = location
+            CompactionReportLink().store(context, browsable(location))
+            self.log.info("Compaction report: %s", browsable(location))
+        ti = context.get("ti") if context else None
+        if ti is not None:
+            ti.xcom_push(key="compaction_report", value=summary)
+        return summary
+
+    def _report_location(self, context: Context) -> str | None:
+        if self.report_location is not None:
+            return optional_text(self.report_location)
+        ti = context.get("ti") if context else None
+        run_id = context.get("run_id") if context else None
+        if ti is None or run_id is None:
+            return None
+        root = ProviderSettings.from_environment().output_root.rstrip("/")
+        safe_run = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(run_id))
+        return f"{root}/reports/{ti.dag_id}/{safe_run}/{ti.task_id}.html"
+
+    def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
+        """The table at the starting snapshot -> the table at the ``replace`` snapshot (nothing for a dry run)."""
+        starting = result.get("starting_snapshot_id", result.get("snapshot_id")) if result else current_snapshot_id
+        if is_enabled(self.plan_only):
+            return [TableVersion(starting)], []
+        return [TableVersion(starting)], [TableVersion(result.get("snapshot_id") if result else None)]
 
     def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
         """``--catalog --table`` and the compaction options that are set."""
@@ -155,3 +244,11 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
             if is_enabled(switch):
                 arguments.append(flag)
         return arguments
+
+
+def write_text(location: str, text: str, storage_properties: Mapping[str, str]) -> None:
+    """Write ``text`` to ``location`` (a local path or a URI) through the FileIO the storage properties configure."""
+    from pyiceberg.io import load_file_io
+
+    with load_file_io(dict(storage_properties), location).new_output(location).create(overwrite=True) as stream:
+        stream.write(text.encode("utf-8"))

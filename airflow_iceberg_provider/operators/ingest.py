@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_iceberg_provider.lineage import Files, LineageDatasets, LineageItem, TableVersion
 from airflow_iceberg_provider.operators.spark_job import (
     IcebergSparkJobOperator,
     column_list,
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 INGEST_MODES = ("append", "overwrite", "upsert", "delete")
+FORMAT_VERSIONS = ("2", "3")
 
 
 def default_idempotency_key(context: Context) -> str:
@@ -47,6 +49,8 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
     :param create_if_missing: Create the table from the source's schema when it does not exist.
     :param partition_by: Partition spec for a created table, e.g. ``"day(ts),bucket(16,id)"``. (templated)
     :param sort_by: Sort columns for a created table, a list or comma-separated. (templated)
+    :param format_version: Iceberg format version of a created table, 2 or 3 (v3: deletes as deletion vectors);
+        default: the job's (2). (templated)
     :param allow_schema_evolution: Add source columns the table lacks instead of failing.
     """
 
@@ -63,6 +67,7 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
         "idempotency_key",
         "partition_by",
         "sort_by",
+        "format_version",
     )
 
     def __init__(
@@ -79,12 +84,23 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
         create_if_missing: bool = False,
         partition_by: str | None = None,
         sort_by: str | Sequence[str] | None = None,
+        format_version: int | str | None = None,
         allow_schema_evolution: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if mode not in INGEST_MODES and "{{" not in mode:
             raise ValueError(f"IcebergIngestOperator {self.task_id}: mode {mode!r} is not one of {INGEST_MODES}")
+        if format_version is not None and "{{" not in str(format_version):
+            if str(format_version) not in FORMAT_VERSIONS:
+                raise ValueError(
+                    f"IcebergIngestOperator {self.task_id}: format_version {format_version!r} is not 2 or 3"
+                )
+            if not create_if_missing:
+                raise ValueError(
+                    f"IcebergIngestOperator {self.task_id}: format_version applies to a table the job creates; "
+                    "set create_if_missing=True"
+                )
         self.source = source
         self.source_format = source_format
         self.sql = sql
@@ -96,11 +112,18 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
         self.create_if_missing = create_if_missing
         self.partition_by = partition_by
         self.sort_by = sort_by
+        self.format_version = format_version
         self.allow_schema_evolution = allow_schema_evolution
 
     def declares_output(self) -> bool:
         """Ingest writes rows: the table is an outlet."""
         return True
+
+    def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
+        """The source's files -> the table at the committed snapshot (not known before the job)."""
+        committed = result.get("snapshot_id") if result else None
+        inputs: list[LineageItem] = [Files(self.source)] if optional_text(self.source) else []
+        return inputs, [TableVersion(committed)]
 
     def resolved_idempotency_key(self, context: Context) -> str | None:
         """The key this try commits with: the given one, none for ``""``, else the task instance's default."""
@@ -127,7 +150,11 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
         if self.create_if_missing:
             arguments.append("--create-if-missing")
             arguments += flag_arguments(
-                [("--partition-by", self.partition_by), ("--sort-by", column_list(self.sort_by))]
+                [
+                    ("--partition-by", self.partition_by),
+                    ("--sort-by", column_list(self.sort_by)),
+                    ("--format-version", self.format_version),
+                ]
             )
         if self.allow_schema_evolution:
             arguments.append("--allow-schema-evolution")

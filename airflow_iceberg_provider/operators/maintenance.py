@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion
 from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, is_enabled
 
 if TYPE_CHECKING:
@@ -123,6 +124,12 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
         self.sort_by = sort_by
         # Not ``self.dry_run``: that name is BaseOperator's method (render templates only).
         self.report_only = dry_run
+
+    def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
+        """The table, read and changed (its metadata and unreferenced files) at its current snapshot; a dry run
+        changes nothing."""
+        snapshot_id = result.get("snapshot_id") if result else current_snapshot_id
+        return [TableVersion(snapshot_id)], [] if is_enabled(self.report_only) else [TableVersion(snapshot_id)]
 
     def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
         """The action, then ``--catalog --table`` and the options that are set."""

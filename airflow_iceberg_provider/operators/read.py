@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, column_list, flag_arguments
+from airflow_iceberg_provider.lineage import Files, LineageDatasets, TableVersion
+from airflow_iceberg_provider.operators.spark_job import (
+    IcebergSparkJobOperator,
+    column_list,
+    flag_arguments,
+    optional_text,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -67,6 +73,18 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         self.output_format = output_format
         self.write_mode = write_mode
         self.split_size = split_size
+
+    def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
+        """The table at the snapshot read (before the job: the one asked for, else the current one) -> the export."""
+        if result:
+            snapshot_id = result.get("snapshot_id")
+        elif optional_text(self.snapshot_id) is not None:
+            snapshot_id = int(str(self.snapshot_id))
+        elif optional_text(self.ref) is None and optional_text(self.as_of) is None:
+            snapshot_id = current_snapshot_id
+        else:
+            snapshot_id = None  # a ref or a time: resolved by the job
+        return [TableVersion(snapshot_id)], [Files(self.output_path)]
 
     def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
         """``--catalog --table`` and the read options that are set."""

@@ -13,10 +13,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import BaseOperatorLink
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_iceberg_provider.assets import operator_table_asset, schedule_assets
@@ -24,7 +25,8 @@ from airflow_iceberg_provider.engine_package import engine_zip, job_script
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
 from airflow_iceberg_provider.job_contract import EXIT_USAGE
-from airflow_iceberg_provider.lineage import table_lineage
+from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion, describe_table, operator_lineage
+from airflow_iceberg_provider.links import SparkDriverLogLink, SparkUiLink
 from airflow_iceberg_provider.settings import ProviderSettings
 
 if TYPE_CHECKING:
@@ -60,6 +62,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
     """
 
     job: ClassVar[str] = ""
+    operator_extra_links: Collection[BaseOperatorLink] = (SparkUiLink(), SparkDriverLogLink())
     template_fields: Sequence[str] = (
         *SparkSubmitOperator.template_fields,
         "table",
@@ -97,6 +100,8 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         self.extra_application_args = list(application_args or [])
         self._catalog_env: dict[str, str] = {}
         self._catalog_secrets: set[str] = set()
+        self._context: Context | None = None
+        self.job_result: dict[str, Any] | None = None
         self._declare_table_asset()
 
     # ---- what subclasses provide ----------------------------------------------------------------------------
@@ -109,6 +114,11 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         """Whether the job writes the table's rows (the table is an outlet) rather than only reading it (inlet)."""
         return False
 
+    def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
+        """Lineage inputs and outputs before the job (``result`` is ``None``) and after it; default: reads the table."""
+        snapshot_id = result.get("snapshot_id") if result else current_snapshot_id
+        return [TableVersion(snapshot_id)], []
+
     # ---- execution ------------------------------------------------------------------------------------------
 
     # SparkSubmitOperator declares execute -> None; Airflow pushes whatever execute returns as the XCom.
@@ -119,10 +129,12 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
             super().execute(context)
         except AirflowException as error:
             raise self._job_failure(error) from error
-        return self._job_result()
+        self.job_result = self._job_result()
+        return self.job_result
 
     def prepare_submission(self, context: Context) -> None:
         """Set the script, the job's arguments, the catalog environment and the engine zip on this operator."""
+        self._context = context
         catalog_hook = self.catalog_hook()
         catalog_name = catalog_hook.catalog_name
         self.application = self.application or str(job_script(self.job))
@@ -141,6 +153,9 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         hook = SparkJobSubmitHook.from_hook(super()._get_hook())
         hook.job_env = dict(self._catalog_env)
         hook.secrets = set(self._catalog_secrets)
+        context = self._context
+        if context is not None:
+            hook.on_link = lambda link, url: link().store(context, url)
         return hook
 
     def _job_failure(self, error: AirflowException) -> AirflowException:
@@ -189,13 +204,23 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         else:
             self.inlets = [*self.inlets, asset]
 
+    def get_openlineage_facets_on_start(self) -> Any:
+        """OpenLineage inputs and outputs before the job runs (``None`` without the OpenLineage provider)."""
+        return self._openlineage(None)
+
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage input/output datasets for the table (``None`` without the OpenLineage provider)."""
-        catalog = self._asset_catalog() or ""
-        tables = [self.table]
-        return table_lineage(
-            catalog, inputs=[] if self.declares_output() else tables, outputs=tables if self.declares_output() else []
-        )
+        """OpenLineage inputs and outputs with the snapshot the job read or committed."""
+        return self._openlineage(self.job_result)
+
+    def _openlineage(self, result: dict[str, Any] | None) -> Any:
+        try:
+            description = describe_table(self.catalog_hook(), self.table)
+        except Exception as error:  # lineage never fails a task: report the files alone
+            self.log.warning("OpenLineage: cannot describe %s (%s: %s)", self.table, type(error).__name__, error)
+            description = None
+        current = description.current_snapshot_id if description is not None else None
+        inputs, outputs = self.lineage_datasets(result, current)
+        return operator_lineage(description, inputs, outputs)
 
 
 def optional_text(value: Any) -> str | None:

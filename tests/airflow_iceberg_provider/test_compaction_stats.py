@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from airflow_iceberg_provider.compaction_stats import CompactionThresholds, file_stats
+from airflow_iceberg_provider.compaction_stats import (
+    CompactionThresholds,
+    FileStats,
+    PartitionStats,
+    assess,
+    file_stats,
+)
 
 CORPUS_JSON = Path("/tmp/iceberg-conformance/corpus/corpus.json")
 TABLES = ["mor_v2_pos", "mor_v3_dv", "v2_eq_deletes", "small_files", "v1_cow"]
@@ -38,12 +45,67 @@ def test_small_file_size_follows_the_override(conformance_catalog) -> None:
 
 
 def test_thresholds_give_one_reason_each(conformance_catalog) -> None:
-    stats = file_stats(conformance_catalog.load_table("corpus.mor_v2_pos"))
-    reasons = CompactionThresholds(min_small_files=300, min_delete_files=280, min_deleted_row_ratio=0.3).reasons(stats)
-    assert reasons == ["280 delete files (threshold 280)", "deleted-row ratio 0.312 (threshold 0.3)"]
-    assert CompactionThresholds(min_delete_files=281, min_deleted_row_ratio=0.32).reasons(stats) == []
+    stats = file_stats(conformance_catalog.load_table("corpus.v2_eq_deletes"))
+    reasons = CompactionThresholds(min_small_files=300, min_delete_files=15, min_deleted_row_ratio=0.1).reasons(stats)
+    assert reasons[0] == "15 delete files (threshold 15)"
+    assert reasons[1] == "partition (unpartitioned): deleted-row ratio 0.104 >= 0.1"
+    assert CompactionThresholds(min_delete_files=16, min_deleted_row_ratio=0.11).reasons(stats) == []
 
 
-def test_at_least_one_threshold_is_required() -> None:
-    with pytest.raises(ValueError, match="set at least one of"):
-        CompactionThresholds(small_file_bytes=10)
+@pytest.mark.parametrize("table", ["mor_v2_pos", "partition_evolution", "v2_eq_deletes_part"])
+def test_partition_counts_match_pyicebergs_partitions_table(conformance_catalog, table: str) -> None:
+    """Per partition, the files, rows, bytes and delete files agree with ``inspect.partitions()``."""
+    loaded = conformance_catalog.load_table(f"corpus.{table}")
+    stats = file_stats(loaded)
+    ours = sorted((p.data_files, p.data_rows, p.data_bytes, p.delete_files) for p in stats.partitions if p.data_files)
+    theirs = sorted(
+        (
+            row["file_count"],
+            row["record_count"],
+            row["total_data_file_size_in_bytes"],
+            row["position_delete_file_count"] + row["equality_delete_file_count"],
+        )
+        for row in loaded.inspect.partitions().to_pylist()
+    )
+    assert ours == theirs
+    assert sum(p.data_files for p in stats.partitions) == stats.data_files
+
+
+def test_defaults_are_glues_and_amoros_rules() -> None:
+    defaults = CompactionThresholds().with_defaults()
+    assert (defaults.max_small_files_per_partition, defaults.small_file_ratio) == (100, 0.75)
+    assert (defaults.min_fragment_files_per_partition, defaults.fragment_ratio) == (12, 8)
+    assert defaults.min_deleted_row_ratio == 0.1
+    # Any threshold given: only the given ones apply.
+    assert CompactionThresholds(min_delete_files=3).with_defaults() == CompactionThresholds(min_delete_files=3)
+
+
+def test_glues_rule_counts_more_than_100_small_files_in_one_partition() -> None:
+    stats = FileStats(
+        None, 101, 101, 75, 101, 0, 0, fragment_file_bytes=12, partitions=(PartitionStats("p", 101, 101),)
+    )
+    at_limit = FileStats(
+        None, 100, 100, 75, 100, 0, 0, fragment_file_bytes=12, partitions=(PartitionStats("q", 100, 100),)
+    )
+    rules = CompactionThresholds(max_small_files_per_partition=100)
+    assert rules.reasons(stats) == ["partition p: 101 small files (under 75 B) > 100 (AWS Glue's rule)"]
+    assert rules.reasons(at_limit) == []
+
+
+def test_the_decision_is_explained_per_partition_in_words(conformance_catalog) -> None:
+    decision = assess(conformance_catalog.load_table("corpus.v1_cow"), CompactionThresholds())
+    assert not decision["needed"]
+    assert decision["thresholds"]["max_small_files_per_partition"] == 100
+    lines = decision["explanation"]
+    assert len(lines) == decision["stats"]["partition_count"] > 1
+    assert all(
+        re.fullmatch(r"partition category=\w+: \d+ data files .* -> healthy: no threshold reached", line)
+        for line in lines
+    ), lines
+
+    small = assess(conformance_catalog.load_table("corpus.small_files"), CompactionThresholds())
+    assert small["needed"]
+    (line,) = small["explanation"]
+    assert line.startswith("partition (unpartitioned): 2000 data files (")
+    assert "2000 small files (under 384 MiB) > 100 (AWS Glue's rule)" in line
+    assert "2000 fragment files (under 64 MiB) >= 12 (Apache Amoro's rule)" in line

@@ -1,38 +1,132 @@
-"""OpenLineage datasets of an Iceberg table: one per table under the catalog's namespace, none without OpenLineage.
-
-The test environment installs the OpenLineage provider (disabled, so nothing is emitted); its absence is simulated
-by making its import fail, as on a deployment without it.
-"""
+"""OpenLineage datasets of the operators: tables named by their storage, with identifier, schema and version facets."""
 
 from __future__ import annotations
 
-import sys
+import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.types import IntegerType, ListType, LongType, MapType, NestedField, StringType, StructType
 
-from airflow.providers.openlineage.extractors import OperatorLineage
-from openlineage.client.event_v2 import Dataset
-
-from airflow_iceberg_provider.lineage import table_lineage
-from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
-from airflow_iceberg_provider.operators.read import IcebergReadOperator
-
-
-def test_tables_become_datasets_in_the_catalogs_namespace() -> None:
-    lineage = table_lineage("Lake", inputs=["sales.orders"], outputs=["sales.totals", "sales.audit"])
-    assert isinstance(lineage, OperatorLineage)
-    assert lineage.inputs == [Dataset(namespace="iceberg://lake", name="sales.orders")]
-    assert [dataset.name for dataset in lineage.outputs] == ["sales.totals", "sales.audit"]
-    assert {dataset.namespace for dataset in lineage.outputs} == {"iceberg://lake"}
+from airflow_iceberg_provider.lineage import (
+    TableDescription,
+    storage_name,
+    symlink_identity,
+    table_dataset,
+    without_credentials,
+)
+from airflow_iceberg_provider.operators.compact import IcebergCompactOperator
+from airflow_iceberg_provider.operators.maintenance import IcebergMaintenanceOperator
 
 
-def test_operators_report_their_table_as_input_or_output() -> None:
-    read = IcebergReadOperator(task_id="read", catalog="lake", table="sales.orders", output_path="/tmp/out")
-    ingest = IcebergIngestOperator(task_id="ingest", catalog="lake", table="sales.orders", source="/tmp/in")
-    read_lineage = read.get_openlineage_facets_on_complete(None)
-    ingest_lineage = ingest.get_openlineage_facets_on_complete(None)
-    assert [d.name for d in read_lineage.inputs] == ["sales.orders"] and read_lineage.outputs == []
-    assert ingest_lineage.inputs == [] and [d.name for d in ingest_lineage.outputs] == ["sales.orders"]
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("s3://bucket/warehouse/sales/orders", ("s3://bucket", "warehouse/sales/orders")),
+        ("s3a://bucket/warehouse/orders/", ("s3a://bucket", "warehouse/orders")),
+        ("gs://bucket/w/t", ("gs://bucket", "w/t")),
+        ("file:///tmp/warehouse/sales.db/orders", ("file", "/tmp/warehouse/sales.db/orders")),
+        ("/tmp/exports/2026-01-01", ("file", "/tmp/exports/2026-01-01")),
+        ("hdfs://namenode:8020/warehouse/t", ("hdfs://namenode:8020", "/warehouse/t")),
+    ],
+)
+def test_storage_names_follow_the_openlineage_naming_spec(uri, expected) -> None:
+    assert storage_name(uri) == expected
 
 
-def test_no_lineage_and_no_failure_without_the_openlineage_provider(monkeypatch) -> None:
+def _description(**properties: str) -> TableDescription:
+    schema = Schema(NestedField(1, "id", LongType(), required=True, doc="order id"))
+    return TableDescription("sales.orders", "lake", properties, "s3://b/w/sales/orders", schema, 7)
+
+
+def test_the_catalog_identifier_is_a_symlink_without_credentials() -> None:
+    rest = _description(type="rest", uri="https://user:pw@catalog.example.com/api/catalog")
+    assert symlink_identity(rest) == ("https://catalog.example.com/api/catalog", "sales.orders")
+    glue = _description(**{"type": "glue", "glue.region": "eu-west-1", "glue.id": "123456789012"})
+    assert symlink_identity(glue) == ("arn:aws:glue:eu-west-1:123456789012", "table/sales/orders")
+    assert (
+        without_credentials("postgresql+psycopg2://iceberg:secret@db:5432/cat") == "postgresql+psycopg2://db:5432/cat"
+    )
+
+
+def test_a_table_dataset_carries_schema_symlink_catalog_and_version(testing_catalog) -> None:
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "tags", ListType(3, StringType(), element_required=False), required=False),
+        NestedField(4, "attrs", MapType(5, StringType(), 6, IntegerType(), value_required=False), required=False),
+        NestedField(7, "address", StructType(NestedField(8, "city", StringType(), required=False)), required=False),
+    )
+    testing_catalog.create_namespace_if_not_exists("lineage_tests")
+    if testing_catalog.table_exists("lineage_tests.nested"):
+        testing_catalog.drop_table("lineage_tests.nested")
+    table = testing_catalog.create_table("lineage_tests.nested", schema=schema)
+    description = TableDescription(
+        "lineage_tests.nested",
+        "testing",
+        {"type": "sql", "uri": "sqlite:////x/catalog.db"},
+        table.location(),
+        schema,
+        None,
+    )
+    dataset = table_dataset(description, snapshot_id=42)
+    assert (dataset.namespace, dataset.name) == ("file", table.location().removeprefix("file://"))
+    assert dataset.facets["version"].datasetVersion == "42"
+    (link,) = dataset.facets["symlinks"].identifiers
+    assert (link.namespace, link.name, link.type) == ("sqlite:////x/catalog.db", "lineage_tests.nested", "TABLE")
+    catalog = dataset.facets["catalog"]
+    assert (catalog.framework, catalog.type, catalog.name) == ("iceberg", "sql", "testing")
+    fields = {field.name: field for field in dataset.facets["schema"].fields}
+    assert fields["id"].type == "long"
+    assert [(f.name, f.type) for f in fields["tags"].fields] == [("_element", "string")]
+    assert [(f.name, f.type) for f in fields["attrs"].fields] == [("key", "string"), ("value", "int")]
+    assert [(f.name, f.type) for f in fields["address"].fields] == [("city", "string")]
+    assert "version" not in table_dataset(description, snapshot_id=None).facets
+
+
+def _names(datasets) -> list[tuple[str, str | None]]:
+    return [(d.name, d.facets["version"].datasetVersion if "version" in d.facets else None) for d in datasets]
+
+
+def test_compaction_reads_the_starting_snapshot_and_writes_the_replace_one(testing_catalog, events_table) -> None:
+    table = testing_catalog.load_table(events_table)
+    head = table.current_snapshot().snapshot_id
+    path = table.location().removeprefix("file://")
+    compact = IcebergCompactOperator(task_id="compact", catalog="testing", table=events_table)
+    on_start = compact.get_openlineage_facets_on_start()
+    assert (_names(on_start.inputs), _names(on_start.outputs)) == ([(path, str(head))], [(path, None)])
+    compact.job_result = {"starting_snapshot_id": head, "snapshot_id": 99}
+    done = compact.get_openlineage_facets_on_complete(task_instance=None)
+    assert (_names(done.inputs), _names(done.outputs)) == ([(path, str(head))], [(path, "99")])
+    plan_only = IcebergCompactOperator(task_id="plan", catalog="testing", table=events_table, dry_run=True)
+    assert plan_only.get_openlineage_facets_on_start().outputs == []
+
+
+def test_maintenance_changes_the_table_unless_it_is_a_dry_run(testing_catalog, events_table) -> None:
+    head = testing_catalog.load_table(events_table).current_snapshot().snapshot_id
+    expire = IcebergMaintenanceOperator(task_id="e", catalog="testing", table=events_table, action="expire-snapshots")
+    lineage = expire.get_openlineage_facets_on_start()
+    assert [v for _, v in _names(lineage.inputs)] == [v for _, v in _names(lineage.outputs)] == [str(head)]
+    dry = IcebergMaintenanceOperator(
+        task_id="d", catalog="testing", table=events_table, action="remove-orphan-files", dry_run=True
+    )
+    assert dry.get_openlineage_facets_on_start().outputs == []
+
+
+def test_an_unreachable_catalog_leaves_only_the_files(tmp_path) -> None:
+    from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
+
+    ingest = IcebergIngestOperator(
+        task_id="i", catalog="not-configured", table="ns.t", source=str(tmp_path / "in"), mode="append"
+    )
+    lineage = ingest.get_openlineage_facets_on_start()
+    assert (_names(lineage.inputs), lineage.outputs) == ([(str(tmp_path / "in"), None)], [])
+
+
+def test_no_lineage_and_no_failure_without_the_openlineage_provider(monkeypatch, testing_catalog, events_table) -> None:
+    """A deployment without the OpenLineage provider: its import fails, the operators report nothing."""
+    import sys
+
+    from airflow_iceberg_provider.operators.read import IcebergReadOperator
+
     monkeypatch.setitem(sys.modules, "airflow.providers.openlineage.extractors", None)  # import raises ImportError
-    assert table_lineage("lake", inputs=["sales.orders"], outputs=[]) is None
+    read = IcebergReadOperator(task_id="r", catalog="testing", table=events_table, output_path="/tmp/out")
+    assert read.get_openlineage_facets_on_start() is None
+

@@ -58,12 +58,17 @@ def task_state(dag_run, task_id: str) -> str:
 
 def xcom_return_value(dag_run, task_id: str):
     """The ``return_value`` XCom ``task_id`` pushed in ``dag_run`` (deserialized)."""
+    return xcom_value(dag_run, task_id, "return_value")
+
+
+def xcom_value(dag_run, task_id: str, key: str):
+    """The XCom ``key`` that ``task_id`` pushed in ``dag_run`` (deserialized), ``None`` when there is none."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
     with create_session() as session:
         row = session.scalars(
-            XComModel.get_many(run_id=dag_run.run_id, key="return_value", task_ids=task_id, dag_ids=dag_run.dag_id)
+            XComModel.get_many(run_id=dag_run.run_id, key=key, task_ids=task_id, dag_ids=dag_run.dag_id)
         ).first()
         return None if row is None else XComModel.deserialize_value(row)
 

@@ -37,3 +37,24 @@ def test_lines_are_read_on_their_way_to_the_log(spark_connections: None) -> None
     hook._process_spark_submit_log(iter(["INFO starting\n", '{"status":"ok","rows_out":3}\n', "INFO stopped\n"]))
     assert hook.job_output.result == {"status": "ok", "rows_out": 3}
     assert list(hook.job_output.tail)[-1] == "INFO stopped"
+
+
+def test_the_output_announces_the_spark_ui_and_the_yarn_tracking_page_once_each() -> None:
+    from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
+    from airflow_iceberg_provider.links import SparkDriverLogLink, SparkUiLink
+
+    hook = SparkJobSubmitHook(conn_id="spark_default")
+    seen: list[tuple[str, str]] = []
+    hook.on_link = lambda link, url: seen.append((link.name, url))
+    lines = [
+        "26/01/01 10:00:00 INFO Client: Application report for application_1_0001 (state: ACCEPTED)",
+        "\t tracking URL: http://rm:8088/proxy/application_1_0001/",
+        "2026-01-01 10:00:01 INFO spark_jobs: Spark UI http://10.0.0.5:4040 (application app-1)",
+        "INFO SparkUI: Bound SparkUI to 0.0.0.0, and started at http://10.0.0.5:4041",
+        '{"status":"ok"}',
+    ]
+    assert list(hook._recorded(iter(lines))) == lines
+    assert seen == [
+        (SparkDriverLogLink.name, "http://rm:8088/proxy/application_1_0001/"),
+        (SparkUiLink.name, "http://10.0.0.5:4040"),
+    ]

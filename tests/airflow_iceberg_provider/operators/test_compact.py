@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
+
 import pytest
 
 from airflow_iceberg_provider.operators.compact import IcebergCompactOperator
@@ -61,19 +64,55 @@ def test_plan_only_through_spark_submit(testing_catalog, events_table) -> None:
 
 
 @pytest.mark.spark
-@pytest.mark.usefixtures("spark_connection")
-def test_compaction_through_spark_submit_commits_a_replace_with_the_same_rows(testing_catalog, events_table) -> None:
+@pytest.mark.airflow
+@pytest.mark.usefixtures("spark_connection", "airflow_db")
+def test_compaction_commits_a_replace_with_the_same_rows_and_reports_before_and_after(
+    testing_catalog, events_table, tmp_path
+) -> None:
+    """The report test: the HTML page and the XCom hold the right counts and size histograms, the link points at it."""
+    from airflow.sdk import DAG
+
+    from airflow_iceberg_provider.links import CompactionReportLink
+    from tests.support.airflow_env import run_dag, task_state, xcom_value
+
     before = testing_catalog.load_table(events_table)
-    operator = IcebergCompactOperator(
-        task_id="compact", catalog="testing", table=events_table, min_input_files=2, conf={"spark.ui.enabled": "false"}
-    )
-    result = operator.execute(context={})
+    sizes_before = sorted(before.inspect.files().column("file_size_in_bytes").to_pylist())
+    report = tmp_path / "reports" / "compact.html"
+    with DAG("test_compaction_report", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+        IcebergCompactOperator(
+            task_id="compact",
+            catalog="testing",
+            table=events_table,
+            min_input_files=2,
+            target_file_size_bytes=1024 * 1024,
+            report_location=str(report),
+            conf={"spark.ui.enabled": "false"},
+        )
+    dag_run = run_dag(dag)
+    assert task_state(dag_run, "compact") == "success"
     after = testing_catalog.load_table(events_table)
-    assert after.current_snapshot().snapshot_id != before.current_snapshot().snapshot_id
     assert after.current_snapshot().summary.operation.value == "replace"
-    assert len(after.inspect.files()) == 1
+    sizes_after = after.inspect.files().column("file_size_in_bytes").to_pylist()
+    assert len(sizes_before) == 2 and len(sizes_after) == 1
     assert sorted(after.scan().to_arrow().column("id").to_pylist()) == list(range(15))
-    assert result["job"] == "compact"
+
+    summary = xcom_value(dag_run, "compact", "compaction_report")
+    assert summary["location"] == str(report)
+    assert (summary["before"]["data_files"], summary["after"]["data_files"]) == (2, 1)
+    assert (summary["before"]["data_rows"], summary["after"]["data_rows"]) == (15, 15)
+    assert (summary["before"]["snapshot_id"], summary["after"]["snapshot_id"]) == (
+        before.current_snapshot().snapshot_id,
+        after.current_snapshot().snapshot_id,
+    )
+    # Every file is under target/64 (16 KiB of a 1 MiB target): the first bucket holds them all.
+    assert summary["before"]["histogram"] == [2, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert summary["after"]["histogram"] == [1, 0, 0, 0, 0, 0, 0, 0, 0]
+    assert max(sizes_before + sizes_after) < 1024 * 1024 / 64
+    page = report.read_text()
+    assert page.count("<svg") == 2
+    assert "Data file sizes before (2 files)" in page and "Data file sizes after (1 files)" in page
+    assert re.search(r"<th>data files</th><td>2</td><td>1</td>", page)
+    assert xcom_value(dag_run, "compact", CompactionReportLink().xcom_key) == f"file://{report}"
 
 
 def test_sort_and_zorder_options_and_a_templated_dry_run() -> None:

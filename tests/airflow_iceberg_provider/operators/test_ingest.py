@@ -47,6 +47,7 @@ def test_create_overwrite_and_evolution_flags() -> None:
         create_if_missing=True,
         partition_by="day(ts),bucket(16,id)",
         sort_by="id",
+        format_version=3,
         allow_schema_evolution=True,
     )
     assert operator.job_arguments("lake", _context()) == [
@@ -54,8 +55,20 @@ def test_create_overwrite_and_evolution_flags() -> None:
         *["--sql", "SELECT * FROM source WHERE qty > 0", "--mode", "overwrite"],
         *["--overwrite-filter", "day = '2026-01-01'", "--idempotency-key", "batch-42"],
         *["--create-if-missing", "--partition-by", "day(ts),bucket(16,id)", "--sort-by", "id"],
+        *["--format-version", "3"],
         "--allow-schema-evolution",
     ]
+
+
+def test_a_format_version_is_2_or_3_and_only_for_a_table_the_job_creates() -> None:
+    with pytest.raises(ValueError, match="format_version 4 is not 2 or 3"):
+        IcebergIngestOperator(
+            task_id="i", catalog="c", table="n.t", source="/s", create_if_missing=True, format_version=4
+        )
+    with pytest.raises(ValueError, match="set create_if_missing=True"):
+        IcebergIngestOperator(task_id="i", catalog="c", table="n.t", source="/s", format_version=2)
+    operator = IcebergIngestOperator(task_id="i", catalog="c", table="n.t", source="/s", create_if_missing=True)
+    assert "--format-version" not in operator.job_arguments("c", _context())
 
 
 def test_the_default_key_is_stable_across_tries_and_differs_between_runs_and_map_indexes() -> None:

@@ -66,3 +66,36 @@ def test_deferrable_sensor_defers_and_resumes_with_the_trigger_statistics(events
     result = xcom_return_value(dag_run, "needs_compaction")
     assert result["stats"]["data_files"] == 3
     assert result["reasons"][0].startswith("3 data files under")
+
+
+class _Lines:
+    """A logger that keeps what it is given, formatted."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, message: str, *args) -> None:
+        self.lines.append(message % args)
+
+
+def test_without_thresholds_the_production_rules_decide_and_say_why(conformance_catalog) -> None:
+    from airflow_iceberg_provider.sensors.compaction import log_decision
+
+    sensor = IcebergCompactionNeededSensor(task_id="s", catalog="conformance", table="corpus.small_files")
+    found = sensor.poke(context={})
+    assert found.is_done
+    decision = found.xcom_value
+    assert decision["thresholds"]["max_small_files_per_partition"] == 100
+    assert decision["reasons"] == [
+        "partition (unpartitioned): 2000 small files (under 384 MiB) > 100 (AWS Glue's rule)",
+        "partition (unpartitioned): 2000 fragment files (under 64 MiB) >= 12 (Apache Amoro's rule)",
+    ]
+    log = _Lines()
+    log_decision(log, "corpus.small_files", decision)
+    assert log.lines[0].startswith("corpus.small_files: compaction needed (2000 data files, 2000 small")
+    assert log.lines[1].startswith("  partition (unpartitioned): 2000 data files (")
+
+    healthy = IcebergCompactionNeededSensor(task_id="h", catalog="conformance", table="corpus.v1_cow")
+    decision = healthy.poke(context={}).xcom_value
+    assert not decision["needed"]
+    assert all(line.endswith("-> healthy: no threshold reached") for line in decision["explanation"])

@@ -19,10 +19,18 @@ def _first_event(trigger, timeout: float = 60):
 
 def test_round_trips() -> None:
     trigger = IcebergCompactionNeededTrigger(
-        table="ns.t", iceberg_conn_id="lake", min_small_files=10, min_deleted_row_ratio=0.2, poll_interval=30
+        table="ns.t",
+        iceberg_conn_id="lake",
+        min_small_files=10,
+        min_deleted_row_ratio=0.2,
+        max_small_files_per_partition=50,
+        fragment_ratio=16,
+        poll_interval=30,
     )
     classpath, kwargs = trigger.serialize()
-    assert import_string(classpath)(**kwargs).serialize() == (classpath, kwargs)
+    rebuilt = import_string(classpath)(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert (rebuilt.thresholds.max_small_files_per_partition, rebuilt.thresholds.fragment_ratio) == (50, 16)
 
 
 def test_fires_when_a_threshold_is_reached(conformance_catalog) -> None:
