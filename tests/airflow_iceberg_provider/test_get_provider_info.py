@@ -44,3 +44,32 @@ def test_airflow_discovers_the_provider() -> None:
     providers = ProvidersManager().providers
     assert PACKAGE_NAME in providers
     assert providers[PACKAGE_NAME].data["package-name"] == PACKAGE_NAME
+
+
+def test_extra_links_import_and_every_operator_has_the_spark_links() -> None:
+    import importlib
+
+    from airflow_iceberg_provider.operators.compact import IcebergCompactOperator
+    from airflow_iceberg_provider.operators.read import IcebergReadOperator
+
+    for path in get_provider_info()["extra-links"]:
+        module, _, name = path.rpartition(".")
+        assert getattr(importlib.import_module(module), name)().name
+    read_links = {link.name for link in IcebergReadOperator.operator_extra_links}
+    assert read_links == {"Spark UI", "Spark driver log"}
+    assert {link.name for link in IcebergCompactOperator.operator_extra_links} == read_links | {"Compaction report"}
+
+
+def test_the_distribution_carries_license_notice_type_hints_and_a_documentation_url() -> None:
+    from importlib.metadata import distribution
+
+    dist = distribution(PACKAGE_NAME)
+    names = {Path(str(file)).name for file in dist.files or []}
+    assert {"LICENSE", "NOTICE"} <= names, sorted(names)
+    assert (Path(airflow_iceberg_provider.__file__).parent / "py.typed").is_file()
+    urls = dict(entry.split(", ", 1) for entry in dist.metadata.get_all("Project-URL") or [])
+    assert urls["Documentation"].startswith("https://")
+
+    from airflow.providers_manager import ProvidersManager
+
+    assert ProvidersManager().providers[PACKAGE_NAME].data["documentation-url"] == urls["Documentation"]
