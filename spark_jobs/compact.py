@@ -25,6 +25,7 @@ the final JSON line carries the snapshot ids, what was added and removed, rows a
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,8 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
 from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS
 from spark_jobs.engine.compaction.strategy import STRATEGIES
 from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
+
+log = logging.getLogger("spark_jobs.compact")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = build_parser().parse_args(argv)
     if args.max_commits is not None and not args.partial_progress:
         raise UsageError("spark_jobs/compact.py: --max-commits needs --partial-progress")
+    log.info("plan: compaction of %s ...", args.table)
     started = time.perf_counter()
     table = load_table(load_catalog(args.catalog), args.table)
     strategy = resolve_strategy(
@@ -110,6 +114,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     plan = plan_rewrite(table, table.current_snapshot(), options, where=args.where, strategy=strategy)
     seconds = {"plan": round(time.perf_counter() - started, 3)}
+    log.info("plan done in %.1f s: %d file groups", seconds["plan"], len(plan.groups))
     if not args.dry_run:
         return _rewrite(table, plan, seconds)
     print(describe_plan(plan), flush=True)

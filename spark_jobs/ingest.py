@@ -18,6 +18,7 @@ phase); on bad input the exit code is 2, the output has one line ``error: <reaso
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import sys
 import time
@@ -28,6 +29,8 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
+
+log = logging.getLogger("spark_jobs.ingest")
 
 SOURCE_FORMATS = ("parquet", "csv", "json")
 SOURCE_VIEW = "source"
@@ -76,9 +79,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     check_options(options)
     spark = spark_session(f"iceberg-ingest {args.table}")
     engine_on_executors(spark)
+    log.info("source: %s (%s) ...", args.source, args.source_format)
     started = time.perf_counter()
     source = read_source(spark, args.source, args.source_format, args.sql)
     read_seconds = time.perf_counter() - started
+    log.info("source done in %.1f s", read_seconds)
     try:
         result = ingest(spark, args.catalog, args.table, source, options)
     except UnsupportedFeatureError as error:

@@ -18,6 +18,7 @@ import re
 import shutil
 import sys
 import tempfile
+import time
 import traceback
 import zipfile
 from collections.abc import Callable
@@ -26,12 +27,18 @@ from typing import Any, NoReturn
 
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_contract import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, error_line
+from spark_jobs.job_log import SPARK_START_PHASE, log_summary
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "JobArgumentParser", "UsageError", "emit_result", "run_job"]
 ENGINE_ZIP_NAME = "spark_jobs.zip"
 log = logging.getLogger("spark_jobs")
 # Sessions ``spark_session`` created (not found running): ``run_job`` stops them before printing the result.
 _SESSIONS_STARTED: list[Any] = []
+# Seconds each of those took to start, reported apart from the job's own phases.
+_START_SECONDS: list[float] = []
+# Spark's own log level unless the job is submitted with ``spark.log.level`` (Spark 3.5+), e.g. ``INFO``.
+SPARK_LOG_LEVEL_CONF = "spark.log.level"
+DEFAULT_SPARK_LOG_LEVEL = "WARN"
 
 
 class UsageError(UserInputError):
@@ -67,9 +74,13 @@ def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
     )
     # py4j logs when its connections close at exit; keep that off the result line.
     logging.getLogger("py4j").setLevel(logging.WARNING)
+    _START_SECONDS.clear()
     try:
         result = body()
         _stop_spark()
+        if _START_SECONDS and isinstance(result.get("seconds"), dict):
+            result["seconds"] = {SPARK_START_PHASE: round(sum(_START_SECONDS), 3), **result["seconds"]}
+        log_summary(result)
         return emit_result(result)
     except UserInputError as error:
         print(error_line(_one_line(error)), file=sys.stderr, flush=True)
@@ -143,13 +154,32 @@ def _stop_spark() -> None:
 
 
 def spark_session(app_name: str) -> Any:
-    """The job's SparkSession; master and configuration come from spark-submit (``local[*]`` without it)."""
+    """The job's SparkSession; master and configuration come from spark-submit (``local[*]`` without it).
+
+    A session the job starts logs at ``DEFAULT_SPARK_LOG_LEVEL`` unless ``spark.log.level`` is given, and announces
+    its start time and its web UI (the provider's "Spark UI" link reads that line).
+    """
     from pyspark.sql import SparkSession
 
     existing = SparkSession.getActiveSession()
+    if existing is None:
+        log.info("starting Spark ...")
+    started = time.perf_counter()
     session = SparkSession.builder.appName(app_name).getOrCreate()
     if existing is None:  # ours to stop when the job ends; a caller's session (tests, notebooks) is left running
         _SESSIONS_STARTED.append(session)
+        _START_SECONDS.append(time.perf_counter() - started)
+        context = session.sparkContext
+        if not session.conf.get(SPARK_LOG_LEVEL_CONF, None):
+            context.setLogLevel(DEFAULT_SPARK_LOG_LEVEL)
+        log.info(
+            "Spark started in %.1f s (master %s, application %s)",
+            _START_SECONDS[-1],
+            context.master,
+            context.applicationId,
+        )
+        if context.uiWebUrl:
+            log.info("Spark UI %s (application %s)", context.uiWebUrl, context.applicationId)
     return session
 
 

@@ -232,6 +232,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     phases["plan"] += time.perf_counter() - started
 
     def plan(parallelism: int | None = None) -> Any:
+        log.info("plan: %s ...", args.table)
         started = time.perf_counter()
         planned = open_read_session(
             catalog,
@@ -245,6 +246,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             parallelism=parallelism,
         )
         phases["plan"] += time.perf_counter() - started
+        log.info(
+            "plan done in %.1f s: snapshot %s, %d tasks",
+            time.perf_counter() - started,
+            planned.snapshot_id,
+            len(planned.tasks),
+        )
         return planned
 
     session = plan()
@@ -256,11 +263,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.split_size is None and len(session.tasks) < parallelism:
         # Planned before Spark started (bad input fails fast); plan again so the split size fits Spark's slots.
         session = plan(parallelism)
+    log.info("read and write to %s (%s) ...", args.output, args.output_format)
     started = time.perf_counter()
     frame, executor_counters = dataframe_from_session(spark, session)
     options = {"header": "true"} if args.output_format == "csv" else {}
     _write_output(frame, args.output, output_format=args.output_format, mode=args.mode, options=options)
     phases["read_and_write"] = time.perf_counter() - started
+    log.info("read and write done in %.1f s", phases["read_and_write"])
     counters = session.metrics.as_dict()
     for key, value in executor_counters.value.items():
         counters[key] = counters.get(key, 0) + value

@@ -13,6 +13,8 @@ private properties file (mode 0600, removed when spark-submit ends) instead of t
 with the caller's ``properties_file`` or, without one, the ``spark-defaults.conf`` spark-submit would have read.
 ``secrets`` (the catalog's secret strings) are masked in the logged command and in error messages, whatever their
 property names.
+
+Spark's own logging is at WARN unless the submission sets ``spark.log.level`` (``spark_logging``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow_iceberg_provider.credentials import mask_text
 from airflow_iceberg_provider.job_output import JobOutput
 from airflow_iceberg_provider.links import spark_link_in
+from airflow_iceberg_provider.spark_logging import quiet_spark_conf
 
 # Called with (link class, URL) when the output announces a link (the Spark UI, a YARN tracking page).
 LinkListener = Callable[[type, str], None]
@@ -63,6 +66,7 @@ class SparkJobSubmitHook(SparkSubmitHook):
         return self._connection.get("deploy_mode") != "cluster"
 
     def _build_spark_common_args(self) -> list[str]:
+        self._conf = quiet_spark_conf(self._conf, self.runs_driver_locally)
         if not self.job_env:
             return super()._build_spark_common_args()
         if self.runs_driver_locally:

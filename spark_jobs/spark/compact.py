@@ -184,13 +184,16 @@ def _rewrite_and_commit(
     started = time.perf_counter()
     contexts: RewriteContexts | None = None
     named: set[str] = set()
+    log.info("rewrite of %d file groups of %s ...", len(batch), plan.table_name)
     try:
         rewrites, contexts = rewrite_groups(spark, table, plan, batch, outcome.counters, outcome=outcome)
         named = {item["file_path"] for rewrite in rewrites for item in rewrite.written}
+        log.info("rewrite done in %.1f s (%d files written); commit ...", time.perf_counter() - started, len(named))
         outcome.seconds["rewrite"] += time.perf_counter() - started
         started = time.perf_counter()
         result, removed_deletes = commit_group_rewrites(table, plan, rewrites, replaced_before=replaced)
         outcome.seconds["commit"] += time.perf_counter() - started
+        log.info("commit done: snapshot %s", result.snapshot_id)
         outcome.rows_written += sum(item["record_count"] for rewrite in rewrites for item in rewrite.written)
         return result, removed_deletes
     finally:

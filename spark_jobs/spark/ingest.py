@@ -105,6 +105,7 @@ def ingest(
     check_options(options)
     outcome = IngestOutcome()
     started = time.perf_counter()
+    log.info("plan: %s into %s ...", options.mode, identifier)
     catalog: Catalog = load_catalog(catalog_name)
     table = load_or_create_table(catalog, identifier, arrow_schema_of(source.schema), options)
     require_writable_format(table)
@@ -121,6 +122,7 @@ def ingest(
     start_id = start_snapshot.snapshot_id if start_snapshot else None
     checked = _check_source(table, source, options)
     outcome.phases["plan"] = time.perf_counter() - started
+    log.info("plan done in %.1f s (snapshot %s); write ...", outcome.phases["plan"], start_id)
     context = WriteContext.for_table(table, schema=checked.schema)
     rows = (
         conform_dataframe(source, checked.schema, spark_types_of(checked.schema))
@@ -133,11 +135,13 @@ def ingest(
         started = time.perf_counter()
         change = _write(_Job(spark, table, rows, options, context, written, outcome))
         outcome.phases["write"] = time.perf_counter() - started
+        log.info("write done in %.1f s (%d files); commit ...", outcome.phases["write"], len(written))
         started = time.perf_counter()
         if change is not None:
             change = for_commit(change, table, options, checked)
             result = commit_change(table, change, starting_snapshot_id=start_id, job="ingest")
         outcome.phases["commit"] = time.perf_counter() - started
+        log.info("commit done in %.1f s", outcome.phases["commit"])
     except CommitOutcomeUnknownError:
         delete_leftovers(context.table_location, context.write_id, {item["file_path"] for item in written}, table.io)
         raise

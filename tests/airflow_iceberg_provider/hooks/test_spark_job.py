@@ -22,10 +22,22 @@ def spark_connections(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_from_hook_keeps_the_command(spark_connections: None) -> None:
-    base = SparkSubmitHook(conn_id="spark_local", conf={"spark.ui.enabled": "false"}, py_files="a.zip", name="job")
+    # spark.log.level given: Spark's logging is the submission's choice, nothing is added.
+    conf = {"spark.ui.enabled": "false", "spark.log.level": "INFO"}
+    base = SparkSubmitHook(conn_id="spark_local", conf=conf, py_files="a.zip", name="job")
     hook = SparkJobSubmitHook.from_hook(base)
     assert hook._build_spark_submit_command("read.py") == base._build_spark_submit_command("read.py")
     assert hook.runs_driver_locally
+
+
+def test_spark_logs_at_warn_unless_the_submission_says_otherwise(spark_connections: None) -> None:
+    local = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_local"))._build_spark_submit_command("r.py")
+    assert "spark.log.level=WARN" in local
+    assert any(part.startswith("spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=") for part in local)
+    cluster = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_cluster"))
+    command = cluster._build_spark_submit_command("r.py")
+    assert "spark.log.level=WARN" in command
+    assert not any("extraJavaOptions" in part for part in command)  # the driver's JVM is not started here
 
 
 def test_cluster_deploy_mode_has_no_local_driver(spark_connections: None) -> None:

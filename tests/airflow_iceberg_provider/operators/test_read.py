@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk import DAG
 
+from airflow_iceberg_provider.job_output import JobOutput
 from airflow_iceberg_provider.operators.read import IcebergReadOperator
 from airflow_iceberg_provider.operators.spark_job import IcebergJobInputError
 from tests.support.airflow_env import run_dag, task_state, xcom_return_value
@@ -38,8 +39,11 @@ def lake_connection(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.mark.airflow
 @pytest.mark.usefixtures("airflow_db", "spark_connection")
 def test_reads_the_first_snapshot_through_spark_submit_and_returns_the_result_line(
-    lake_connection, events_table, testing_catalog, tmp_path: Path
+    lake_connection, events_table, testing_catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    lines: list[str] = []  # every line of spark-submit's output, as the task log gets it
+    add_line = JobOutput.add_line
+    monkeypatch.setattr(JobOutput, "add_line", lambda output, line: (lines.append(line), add_line(output, line))[1])
     first_snapshot = testing_catalog.load_table(events_table).snapshots()[0].snapshot_id
     output = tmp_path / "first"
     with DAG("test_read_operator", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
@@ -59,6 +63,17 @@ def test_reads_the_first_snapshot_through_spark_submit_and_returns_the_result_li
     assert result["snapshot_id"] == first_snapshot
     assert result["rows_out"] == 7
     assert sorted(pq.read_table(output).column("id").to_pylist()) == list(range(3, 10))
+
+    # The log a person reads: Spark's INFO chatter off by default, the job's phases, then a summary before the JSON.
+    assert [line for line in lines if " INFO " in line and " spark_jobs" not in line] == []
+    assert any(" spark_jobs.read: plan done in " in line for line in lines)
+    assert any(" spark_jobs.read: read and write done in " in line for line in lines)
+    result_at = max(index for index, line in enumerate(lines) if line.startswith('{"status":"ok"'))
+    summary = [line.split(" spark_jobs: ", 1)[1].strip() for line in lines[:result_at] if " INFO spark_jobs: " in line]
+    assert f"read of {events_table} at snapshot {first_snapshot}" in summary
+    assert any(line.startswith("rows: ") and "rows out 7" in line for line in summary)
+    assert any(line.startswith("pruning skipped: ") for line in summary)
+    assert any(line.startswith("seconds: ") and "Spark start" in line for line in summary)
 
 
 @pytest.mark.spark
