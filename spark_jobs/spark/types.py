@@ -12,6 +12,7 @@ against its own types. Every conversion between the two goes through here:
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +20,11 @@ from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
+
+# Spark 4 takes the zone of timestamps as an argument; Spark 3.5's takes none and always gives UTC.
+_ZONE_ARGUMENT: dict[str, Any] = (
+    {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {}
+)
 
 
 def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
@@ -29,7 +35,7 @@ def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
 
 def spark_arrow_schema_of(arrow_schema: pa.Schema) -> pa.Schema:
     """The exact Arrow schema Spark expects for the engine's output (Spark's own types, no field metadata)."""
-    return to_arrow_schema(spark_schema_of(arrow_schema), timezone="UTC")
+    return to_arrow_schema(spark_schema_of(arrow_schema), **_ZONE_ARGUMENT)
 
 
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -47,4 +53,4 @@ def spark_types_of(schema: Schema) -> dict[str, Any]:
 
 def arrow_schema_of(spark_schema: StructType) -> pa.Schema:
     """The Arrow schema of a Spark schema (a DataFrame's), timestamps with the UTC zone."""
-    return to_arrow_schema(spark_schema, timezone="UTC")
+    return to_arrow_schema(spark_schema, **_ZONE_ARGUMENT)
