@@ -115,6 +115,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     plan = plan_rewrite(table, table.current_snapshot(), options, where=args.where, strategy=strategy)
     seconds = {"plan": round(time.perf_counter() - started, 3)}
     log.info("plan done in %.1f s: %d file groups", seconds["plan"], len(plan.groups))
+    explanation = _explanation(table, options, args.where)
+    for line in explanation:
+        log.info("  %s", line)
     if not args.dry_run:
         return _rewrite(table, plan, seconds)
     print(describe_plan(plan), flush=True)
@@ -125,8 +128,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "dry_run": True,
         "operation": operation,
         **plan.as_dict(),
+        "explanation": explanation,
         "seconds": seconds,
     }
+
+
+def _explanation(table: Any, options: Any, where: str | None) -> list[str]:
+    """The plan's decisions per partition and file group, in words (the manifests are cached by now)."""
+    from spark_jobs.engine.compaction.candidates import list_candidates
+    from spark_jobs.engine.compaction.explain import explain_plan
+
+    candidates = list_candidates(table, table.current_snapshot(), where)
+    return explain_plan(candidates, table.spec().spec_id, len(table.spec().fields), options)
 
 
 def _rewrite(table: Any, plan: Any, seconds: dict[str, float]) -> dict[str, Any]:
