@@ -5,7 +5,8 @@ Command line (catalog properties come from pyiceberg's configuration, never from
     spark-submit spark_jobs/ingest.py --catalog NAME --table NS.TABLE --source URI
         [--source-format parquet|csv|json] [--sql QUERY] --mode append|overwrite|upsert|delete [--key c1,c2]
         [--overwrite-filter EXPR] [--delete-mode position|equality] [--idempotency-key K]
-        [--create-if-missing [--partition-by 'day(ts),bucket(16,id)'] [--sort-by c1]] [--allow-schema-evolution]
+        [--create-if-missing [--format-version 2|3] [--partition-by 'day(ts),bucket(16,id)'] [--sort-by c1]]
+        [--allow-schema-evolution]
 
 ``--sql`` is one query (SELECT, WITH, VALUES...) over the source, registered as the temporary view ``source``:
 it is parsed with Spark's own query parser, and a statement (SET, ADD JAR, CREATE, INSERT...), several
@@ -51,7 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite-filter", help="overwrite the rows matching this row filter (pyiceberg syntax)")
     parser.add_argument("--delete-mode", choices=DELETE_MODES, default="position")
     parser.add_argument("--idempotency-key", help="commit at most once per key (e.g. the Airflow run and task id)")
-    parser.add_argument("--create-if-missing", action="store_true", help="create the table (format v2) if missing")
+    parser.add_argument("--create-if-missing", action="store_true", help="create the table if missing")
+    parser.add_argument(
+        "--format-version", type=int, choices=(2, 3), default=2, help="format of a table made by --create-if-missing"
+    )
     parser.add_argument("--partition-by", help="partition spec of a created table, e.g. 'day(ts),bucket(16,id)'")
     parser.add_argument("--sort-by", help="sort order of a created table, e.g. 'ts desc,id'")
     parser.add_argument("--allow-schema-evolution", action="store_true", help="add source columns the table lacks")
@@ -75,6 +79,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         partition_by=args.partition_by,
         sort_by=args.sort_by,
         allow_schema_evolution=args.allow_schema_evolution,
+        format_version=args.format_version,
     )
     check_options(options)
     spark = spark_session(f"iceberg-ingest {args.table}")

@@ -2,8 +2,8 @@
 
 What to commit is decided in ``engine.ingest``; this module runs the Spark work around those decisions:
 
-1. Load the table (or create it from the source's schema, ``engine.ingest.table_setup``); refuse formats other
-   than v2. With an idempotency key already committed, stop and report that snapshot.
+1. Load the table (or create it from the source's schema, ``engine.ingest.table_setup``); refuse tables we
+   cannot write (``commit.format_v3``). With an idempotency key already committed, stop and report that snapshot.
 2. Check the source schema against the table; with schema evolution the new schema is committed together with the
    data. Check the source's rows on Spark: no null in a required column or a key; for upsert no duplicate key.
 3. Write on the executors, by mode:
@@ -13,8 +13,9 @@ What to commit is decided in ``engine.ingest``; this module runs the Spark work 
      data's partitions are replaced.
    - upsert / delete: the rows of the table whose key is in the batch are deleted, with position delete files
      (the key columns of the files that may hold the keys read with their positions, joined with the batch's
-     keys) or equality delete files (the keys; by the batch's partitions when the spec's source columns are keys,
-     else where the read found them); upsert also writes the batch as data files.
+     keys; on v3, deletion vectors instead, merged with each data file's current one, which the commit removes)
+     or equality delete files (the keys; by the batch's partitions when the spec's source columns are keys, else
+     where the read found them); upsert also writes the batch as data files.
 4. Commit one snapshot (``commit.committer``): append, overwrite or delete. Files of retried Spark tasks (named
    with the job's write id, in no commit) are deleted whatever happens. On a failure that certainly committed
    nothing, every file this job wrote is deleted; when the commit's outcome is unknown, none of the files the
@@ -77,6 +78,7 @@ from spark_jobs.spark.write import (
     conform_dataframe,
     key_positions,
     write_dataframe,
+    write_deletion_vectors,
     write_equality_deletes,
     write_position_deletes,
 )
@@ -233,6 +235,7 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         table, key, _batch_key_range(batch_keys, range_key_columns(key_schema)), with_position_deletes=position_mode
     )
     required: set[str] = set()
+    replaced_vectors: set[tuple[str, int]] = set()
     if not position_mode and keys_decide_partition(table, key, files):
         job.written += write_equality_deletes(batch_keys, context, key, None)
         job.outcome.rows_deleted = None
@@ -243,7 +246,15 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         positions = key_positions(spark, files_with_ordinals, key_scan_context(table, key, files))
         matched = positions.join(batch_keys, on=key, how="left_semi").cache()
         job.outcome.rows_deleted = matched.count()
-        if position_mode:
+        if position_mode and table.metadata.format_version >= 3:
+            live = {f.path: f for f in files}
+            vectors = write_deletion_vectors(matched, context, partitions, live)
+            job.written += vectors
+            required = {item["referenced_data_file"] for item in vectors}
+            replaced_vectors = {
+                (dv.path, dv.content_offset) for path in required if (dv := live[path].deletion_vector) is not None
+            }
+        elif position_mode:
             job.written += write_position_deletes(matched, context, partitions)
             required = {row[0] for row in matched.select("file_path").distinct().collect()}
         else:
@@ -251,7 +262,13 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         matched.unpersist()
     if options.mode == "upsert":
         job.written += write_dataframe(rows, context)
-    return row_level_change(job.written, options, required)
+    return row_level_change(
+        job.written,
+        options,
+        required,
+        replaced_vectors=replaced_vectors,
+        deletion_vectors=table.metadata.format_version >= 3,
+    )
 
 
 def _batch_key_range(batch_keys: DataFrame, columns: list[str]) -> BooleanExpression:

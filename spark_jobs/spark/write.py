@@ -15,6 +15,7 @@ import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyspark import TaskContext
@@ -147,6 +148,56 @@ def write_position_deletes(
         yield _file_batch(written)
 
     grouped = matched.select("file_path", "pos", ORDINAL_COLUMN).repartition(ORDINAL_COLUMN)
+    return _collect_files(grouped.mapInArrow(write_group, f"{FILE_COLUMN} binary"))
+
+
+def write_deletion_vectors(
+    matched: DataFrame,
+    context: WriteContext,
+    partitions: list[tuple[int, tuple[Any, ...]]],
+    live_files: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Write the matched positions (file_path, pos, ordinal) as v3 deletion vectors: one Puffin file per task.
+
+    Each data file's positions go to one task, where they are merged with what its current deletes remove
+    (``live_files``: path -> ``DataFileSlice`` with its deletion vector or position deletes attached), so the new
+    vector holds every deleted position of the file (``write.deletion_vector_files``).
+    """
+    from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
+    from spark_jobs.engine.write.deletion_vector_files import (
+        DeletionVectorTarget,
+        merged_positions,
+    )
+    from spark_jobs.engine.write.deletion_vector_files import (
+        write_deletion_vectors as write_puffin,
+    )
+
+    def write_group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batch_list = list(batches)
+        rows = pa.Table.from_batches(batch_list) if batch_list else None
+        if rows is None or not rows.num_rows:
+            return
+        paths = rows.column("file_path").to_numpy(zero_copy_only=False)
+        positions = rows.column("pos").to_numpy()
+        ordinals = rows.column(ORDINAL_COLUMN).to_numpy()
+        order = np.argsort(paths, kind="stable")
+        targets = []
+        for path, indexes in itertools.groupby(order, key=lambda i: paths[i]):
+            chosen = np.fromiter(indexes, dtype=np.int64)
+            existing = load_deleted_positions(live_files[path], io=context.io).positions
+            spec_id, partition_values = partitions[int(ordinals[chosen[0]])]
+            targets.append(
+                DeletionVectorTarget(path, spec_id, partition_values, merged_positions(positions[chosen], existing))
+            )
+        tag = task_attempt_tag()
+        counter = itertools.count()
+
+        def new_path() -> str:
+            return context.locations.new_data_location(f"{context.write_id}-{tag}-{next(counter):05d}-dv.puffin")
+
+        yield _file_batch(write_puffin(targets, context.io, new_path))
+
+    grouped = matched.select("file_path", "pos", ORDINAL_COLUMN).repartition("file_path")
     return _collect_files(grouped.mapInArrow(write_group, f"{FILE_COLUMN} binary"))
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyiceberg.manifest import DataFileContent, FileFormat
 
 from spark_jobs import compact as compact_job
 from spark_jobs import ingest as ingest_job
@@ -27,7 +28,7 @@ from tests.support.table_model import Row, TableModel
 pytestmark = pytest.mark.spark
 
 CATALOG = "testing"
-FORMAT_VERSIONS = [2]
+FORMAT_VERSIONS = [2, 3]
 # (id, extra compact.py arguments); every strategy of the compact job belongs here.
 COMPACTION_STRATEGIES = [
     ("bin-pack", []),
@@ -73,6 +74,50 @@ def rows(ids, version: int = 0) -> list[Row]:
             }
         )
     return out
+
+
+def live_deletion_vectors(table: str) -> list:
+    """The deletion vectors of the table's current snapshot (and fails on a position delete file: v3 writes none)."""
+    from spark_jobs.engine.planning.scan_tasks import DeletionVector
+    from spark_jobs.engine.table.catalog import load_catalog
+    from spark_jobs.engine.table.manifest_entries import (
+        content_offset,
+        content_size_in_bytes,
+        read_live_entries,
+        referenced_data_file,
+    )
+
+    loaded = load_catalog(CATALOG).load_table(table)
+    vectors = []
+    for manifest in loaded.current_snapshot().manifests(loaded.io):
+        for entry in read_live_entries(manifest, loaded.io):
+            data_file = entry.data_file
+            if data_file.content != DataFileContent.POSITION_DELETES:
+                continue
+            assert data_file.file_format == FileFormat.PUFFIN, f"v3 table {table} has a position delete file"
+            vectors.append(
+                DeletionVector(
+                    data_file.file_path,
+                    content_offset(data_file),
+                    content_size_in_bytes(data_file),
+                    data_file.record_count,
+                    referenced_data_file(data_file),
+                    entry.sequence_number,
+                )
+            )
+    return vectors
+
+
+def deletion_vector_positions(table: str, vector):
+    from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    return read_deletion_vector(vector, io=load_catalog(CATALOG).load_table(table).io)
+
+
+def normalize(path: str) -> str:
+    """A file URI without its scheme's slashes (Java writes ``file:/x``, we write ``file:///x``)."""
+    return path.removeprefix("file:").lstrip("/")
 
 
 def table_name(format_version: int, name: str) -> str:
@@ -138,6 +183,13 @@ def test_upsert_and_delete(spark, readers, tmp_path, format_version, delete_mode
     ingest(tmp_path, table, deleted, "delete", *key)
     model.delete(deleted, ["id"])
     readers.check(table, model)
+    if format_version >= 3 and delete_mode == "position":
+        # Deletion vectors only, at most one live per data file, and Java drops exactly the positions they hold.
+        vectors = live_deletion_vectors(table)
+        assert vectors and len(vectors) == len({v.referenced_data_file for v in vectors})
+        java_deleted = readers.java.deleted_positions(table)
+        ours = {v.referenced_data_file: sorted(deletion_vector_positions(table, v).tolist()) for v in vectors}
+        assert {normalize(k): v for k, v in java_deleted.items()} == {normalize(k): v for k, v in ours.items()}
 
 
 @pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
@@ -246,3 +298,25 @@ def test_expire_snapshots(spark, readers, tmp_path, format_version) -> None:
     )
     assert len(result["expired_snapshot_ids"]) == 2, result
     readers.check(table, model)
+
+
+def test_a_puffin_file_with_two_vectors_reads_back_with_java(readers, tmp_path) -> None:
+    import numpy as np
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    from spark_jobs.engine.write.deletion_vector_files import DeletionVectorTarget, write_deletion_vectors
+
+    targets = [
+        DeletionVectorTarget("file:///d/a.parquet", 0, (), np.array([5, 1, 2**33])),
+        DeletionVectorTarget("file:///d/b.parquet", 0, (), np.array([0, 7])),
+    ]
+    path = f"file://{tmp_path}/two.puffin"
+    described = write_deletion_vectors(targets, PyArrowFileIO(), lambda: path)
+    blobs = readers.java.puffin_blobs(path)
+    assert [b["type"] for b in blobs] == ["deletion-vector-v1"] * 2
+    for blob, item in zip(blobs, described, strict=True):
+        assert (blob["offset"], blob["length"]) == (item["content_offset"], item["content_size_in_bytes"])
+        assert blob["bytes_read"] == blob["length"] and blob["compression"] is None
+        assert blob["properties"]["referenced-data-file"] == item["referenced_data_file"]
+        assert blob["properties"]["cardinality"] == str(item["record_count"])
+        assert blob["fields"] == [2147483645]

@@ -1,6 +1,6 @@
 """Commit a ``SnapshotChange`` once, safely: asserted branch head, retries when safe, no guessed outcome.
 
-1. Refuse tables that are not format v2 (v3 writes are not supported yet).
+1. Refuse tables we cannot write (format other than v2/v3, v3 features we do not write: ``format_v3``).
 2. With an idempotency key already committed to the branch (``idempotency``): commit nothing, delete the files the
    job wrote, and report that snapshot.
 3. Build the snapshot on the current metadata (one snapshot id for every attempt, so a landed attempt is
@@ -32,6 +32,7 @@ from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import Snapshot
 
 from spark_jobs.engine.commit.conflicts import validate_concurrent_commits
+from spark_jobs.engine.commit.format_v3 import check_writable
 from spark_jobs.engine.commit.idempotency import CommittedKey, committed_snapshot_for_key
 from spark_jobs.engine.commit.outcome import (
     CommitOutcome,
@@ -45,7 +46,7 @@ from spark_jobs.engine.commit.outcome import (
 from spark_jobs.engine.commit.pending_commits import new_record, settled_quietly, write_pending_record
 from spark_jobs.engine.commit.producer import BuiltSnapshot, CommitConflictError, SnapshotProducer, delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.shared.errors import EngineError, UnsupportedFeatureError
+from spark_jobs.engine.shared.errors import EngineError
 from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.engine.table.properties import int_property
 
@@ -82,13 +83,8 @@ class CommitResult:
 
 
 def require_writable_format(table: Table) -> None:
-    """Writes support format v2 tables only."""
-    version = table.metadata.format_version
-    if version != 2:
-        name = ".".join(table.name())
-        if version >= 3:
-            raise UnsupportedFeatureError(f"writes to format v3 tables are not yet supported (table {name})")
-        raise UnsupportedFeatureError(f"writes to format v{version} tables are not supported (table {name})")
+    """Writes support format v2 and v3 tables, v3 without the features we do not write (``format_v3``)."""
+    check_writable(table)
 
 
 def commit_change(

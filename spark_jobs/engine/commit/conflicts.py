@@ -4,8 +4,10 @@
 2. Otherwise the starting snapshot must still be an ancestor of the head; the snapshots after it are the concurrent
    commits. Among the entries they ADDED:
    - data files in a partition the change asked to keep free (``no_new_data_in_partitions``; None: any partition);
-   - with ``no_new_deletes_for_removed_files``, position deletes that may apply to a data file the change removes
-     (referencing it, or unscoped in its partition)
+   - with ``no_new_deletes_for_removed_files``, position deletes or deletion vectors that may apply to a data file
+     the change removes (referencing it, or unscoped in its partition);
+   - position deletes or deletion vectors referencing a data file in ``no_new_deletes_for_data_files`` (the files
+     a v3 delete writes vectors for: each data file keeps at most one live vector)
    make the commit unsafe.
 3. Every data file the change removes or depends on must still be live at the head.
 
@@ -56,6 +58,14 @@ def validate_concurrent_commits(
                 raise CommitConflictError(
                     f"table {name}: snapshot {snapshot.snapshot_id} added position deletes {data_file.file_path} "
                     "for data files this commit removes; commit aborted"
+                )
+            if (
+                data_file.content == DataFileContent.POSITION_DELETES
+                and referenced_data_file(data_file) in change.no_new_deletes_for_data_files
+            ):
+                raise CommitConflictError(
+                    f"table {name}: snapshot {snapshot.snapshot_id} added deletes {data_file.file_path} for data file "
+                    f"{referenced_data_file(data_file)}, which this commit writes a deletion vector for; commit aborted"
                 )
     required = change.data_files_that_must_stay_live
     if required:

@@ -1,4 +1,4 @@
-"""Format v2 manifests of either content, DATA or DELETES, with the entry schema the spec defines.
+"""Manifests (format v2 and v3) of either content, DATA or DELETES, with the entry schema the spec defines.
 
 pyiceberg 0.12's ``ManifestWriterV2`` always declares ``content = data`` and writes an entry schema that departs from
 the spec (format/spec.md, "Data File Fields") in two ways:
@@ -9,7 +9,8 @@ the spec (format/spec.md, "Data File Fields") in two ways:
 2. ``referenced_data_file`` (143, optional in v2) is missing, so a position delete file's single target is lost.
 
 ``manifest_entry_schema`` builds the spec's entry schema from pyiceberg's (same fields, ids and order, with those
-two corrections), and both writers here use it.
+two corrections), and every writer here uses it; v3 writers declare format-version 3 and write the v3 fields
+(``first_row_id``, ``content_offset``, ``content_size_in_bytes``).
 """
 
 from __future__ import annotations
@@ -83,6 +84,13 @@ def manifest_entry_schema(format_version: TableVersion, spec: PartitionSpec, sch
 class DataManifestWriterV2(ManifestWriterV2):
     """A v2 manifest of data files whose entry schema is the spec's (module doc)."""
 
+    format_version: TableVersion = 2
+
+    @property
+    def version(self) -> TableVersion:  # type: ignore[override]
+        """The manifest's format version."""
+        return self.format_version
+
     def new_writer(self) -> AvroOutputFile[ManifestEntry]:
         """An Avro writer with the spec's v2 file schema over entries in pyiceberg's v3 layout (``prepare_entry``)."""
         return AvroOutputFile[ManifestEntry](
@@ -117,6 +125,26 @@ class DeleteManifestWriterV2(DataManifestWriterV2):
         return {**super()._meta, "content": "deletes"}
 
 
+class DataManifestWriterV3(DataManifestWriterV2):
+    """A v3 manifest of data files: the v3 entry schema (first_row_id, deletion vector fields), format-version 3."""
+
+    format_version: TableVersion = 3
+
+
+class DeleteManifestWriterV3(DeleteManifestWriterV2):
+    """A v3 manifest of delete files: deletion vectors (Puffin blobs) and equality deletes."""
+
+    format_version: TableVersion = 3
+
+
+_WRITERS = {
+    (2, ManifestContent.DATA): DataManifestWriterV2,
+    (2, ManifestContent.DELETES): DeleteManifestWriterV2,
+    (3, ManifestContent.DATA): DataManifestWriterV3,
+    (3, ManifestContent.DELETES): DeleteManifestWriterV3,
+}
+
+
 def write_entries(
     *,
     content: ManifestContent,
@@ -126,9 +154,10 @@ def write_entries(
     output_file: OutputFile,
     snapshot_id: int,
     compression: AvroCompressionCodec,
+    format_version: TableVersion = 2,
 ) -> ManifestFile:
-    """Write ``entries`` (statuses and sequence numbers as given) to one v2 manifest and return its list entry."""
-    writer_class = DeleteManifestWriterV2 if content == ManifestContent.DELETES else DataManifestWriterV2
+    """Write ``entries`` (statuses and sequence numbers as given) to one manifest and return its list entry."""
+    writer_class = _WRITERS[(format_version, content)]
     for entry in entries:
         is_delete_file = entry.data_file.content != DataFileContent.DATA
         if is_delete_file != (content == ManifestContent.DELETES):

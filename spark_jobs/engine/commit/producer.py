@@ -23,6 +23,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyiceberg.io import OutputFile
 from pyiceberg.manifest import (
@@ -54,9 +55,10 @@ from pyiceberg.table.update import (
 
 from spark_jobs.engine.commit.idempotency import record_key_update
 from spark_jobs.engine.commit.manifest_writers import write_entries
-from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+from spark_jobs.engine.commit.row_lineage import ManifestListWriterV3, first_row_id_of_next_snapshot
+from spark_jobs.engine.commit.snapshot_change import SnapshotChange, removal_key
 from spark_jobs.engine.shared.errors import EngineError
-from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import read_live_entries, read_manifest_list
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +98,7 @@ class SnapshotProducer:
     def build(self, table: Table) -> BuiltSnapshot:
         """Write the manifests and manifest list of the change on ``table``'s current metadata."""
         metadata = table.metadata
+        format_version = metadata.format_version
         snapshot_id = self.snapshot_id(metadata)
         parent = metadata.snapshot_by_name(self.branch)
         ref = metadata.refs.get(self.branch)
@@ -122,6 +125,7 @@ class SnapshotProducer:
                 output_file=new_output(f"{commit_uuid}-m{next(manifest_counter)}.avro"),
                 snapshot_id=snapshot_id,
                 compression=compression,  # type: ignore[arg-type]
+                format_version=format_version,
             )
 
         try:
@@ -130,14 +134,27 @@ class SnapshotProducer:
             manifests += self.change.added_manifests
             sequence_number = metadata.next_sequence_number()
             list_path_output = new_output(f"snap-{snapshot_id}-1-{commit_uuid}.avro")
-            with write_manifest_list(
-                format_version=2,
-                output_file=list_path_output,
-                snapshot_id=snapshot_id,
-                parent_snapshot_id=parent.snapshot_id if parent else None,
-                sequence_number=sequence_number,
-                avro_compression=compression,  # type: ignore[arg-type]
-            ) as list_writer:
+            first_row_id = first_row_id_of_next_snapshot(metadata) if format_version >= 3 else None
+            list_writer: Any
+            if first_row_id is not None:
+                list_writer = ManifestListWriterV3(
+                    list_path_output,
+                    snapshot_id=snapshot_id,
+                    parent_snapshot_id=parent.snapshot_id if parent else None,
+                    sequence_number=sequence_number,
+                    compression=compression,  # type: ignore[arg-type]
+                    first_row_id=first_row_id,
+                )
+            else:
+                list_writer = write_manifest_list(
+                    format_version=2,
+                    output_file=list_path_output,
+                    snapshot_id=snapshot_id,
+                    parent_snapshot_id=parent.snapshot_id if parent else None,
+                    sequence_number=sequence_number,
+                    avro_compression=compression,  # type: ignore[arg-type]
+                )
+            with list_writer:
                 list_writer.add_manifests(manifests)
         except BaseException:
             delete_quietly(table, built.written_paths)
@@ -149,6 +166,8 @@ class SnapshotProducer:
             manifest_list=list_path_output.location,
             summary=self._summary(metadata, parent, built.removed_files),
             schema_id=self._schema_id(metadata),
+            first_row_id=first_row_id,
+            added_rows=list_writer.next_row_id - first_row_id if first_row_id is not None else None,
         )
         built.updates = (
             *self.change.extra_updates,
@@ -178,7 +197,7 @@ class SnapshotProducer:
         if parent is None:
             missing = (
                 self.change.removed_data_file_paths
-                | self.change.removed_delete_file_paths
+                | self.change.removed_delete_file_keys
                 | self.change.replaced_manifest_paths
             )
             if missing:
@@ -190,7 +209,7 @@ class SnapshotProducer:
         carried: list[ManifestFile] = []
         found: set[str] = set()
         replaced = self.change.replaced_manifest_paths
-        for manifest in parent.manifests(table.io):
+        for manifest in read_manifest_list(parent, table.io):
             if manifest.manifest_path in replaced:
                 found.add(manifest.manifest_path)
                 continue
@@ -199,20 +218,20 @@ class SnapshotProducer:
             removed = (
                 self.change.removed_data_file_paths
                 if manifest.content == ManifestContent.DATA
-                else self.change.removed_delete_file_paths
+                else self.change.removed_delete_file_keys
             )
             if not removed:
                 carried.append(manifest)
                 continue
             entries = read_live_entries(manifest, table.io)  # every field, v3's included
-            if not any(entry.data_file.file_path in removed for entry in entries):
+            if not any(self._is_removed(entry.data_file, removed) for entry in entries):
                 carried.append(manifest)
                 continue
             rewritten = []
             for entry in entries:
-                is_removed = entry.data_file.file_path in removed
+                is_removed = self._is_removed(entry.data_file, removed)
                 if is_removed:
-                    found.add(entry.data_file.file_path)
+                    found.update((entry.data_file.file_path, removal_key(entry.data_file)))
                     built.removed_files.append(entry.data_file)
                 rewritten.append(
                     ManifestEntry.from_args(
@@ -224,13 +243,18 @@ class SnapshotProducer:
                     )
                 )
             carried.append(write(manifest.content, manifest.partition_spec_id, rewritten))
-        missing = (self.change.removed_data_file_paths | self.change.removed_delete_file_paths | replaced) - found
+        missing = (self.change.removed_data_file_paths | self.change.removed_delete_file_keys | replaced) - found
         if missing:
             raise CommitConflictError(
                 f"table {_name(table)} at snapshot {parent.snapshot_id} no longer holds {len(missing)} file(s) this "
                 f"commit removes, e.g. {sorted(missing)[0]}"
             )
         return carried
+
+    @staticmethod
+    def _is_removed(data_file: DataFile, removed: set[str]) -> bool:
+        """A file removed by path, or a deletion vector removed by its own key (path and offset)."""
+        return data_file.file_path in removed or removal_key(data_file) in removed
 
     def _added_manifests(self, snapshot_id: int, write: ManifestWrite) -> list[ManifestFile]:
         """ADDED entries for the new data and delete files, one manifest per content and partition spec."""

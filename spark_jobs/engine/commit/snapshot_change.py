@@ -30,6 +30,8 @@ class SnapshotChange:
     added_delete_files: list[DataFile] = field(default_factory=list)
     removed_data_file_paths: set[str] = field(default_factory=set)
     removed_delete_file_paths: set[str] = field(default_factory=set)
+    # Deletion vectors removed, by (Puffin file path, content offset): one Puffin file holds several.
+    removed_deletion_vectors: set[tuple[str, int]] = field(default_factory=set)
     # Data sequence number of every added entry; None lets it inherit the new snapshot's.
     data_sequence_number: int | None = None
     # Per added file (by path), a data sequence number other than ``data_sequence_number`` (a delete file rewrite
@@ -42,6 +44,9 @@ class SnapshotChange:
     no_new_data_in_partitions: set[PartitionKey] | None = field(default_factory=set)
     # new position deletes for a removed data file make the commit unsafe (compaction sets this).
     no_new_deletes_for_removed_files: bool = False
+    # data files this change writes deletion vectors for: a concurrent delete for one of them (a deletion vector or
+    # position deletes) would leave two live vectors, or one that misses rows, so it makes the commit unsafe.
+    no_new_deletes_for_data_files: set[str] = field(default_factory=set)
     # data files this change depends on (e.g. the targets of its position deletes): removed meanwhile = conflict.
     required_data_file_paths: set[str] = field(default_factory=set)
     # A manifest rewrite: the parent's manifests these replace (all must still be there), and the manifests, already
@@ -55,13 +60,21 @@ class SnapshotChange:
     extra_requirements: tuple[TableRequirement, ...] = ()
 
     @property
+    def removed_delete_file_keys(self) -> set[str]:
+        """The removal keys (``removal_key``) of every delete file and deletion vector this change removes."""
+        return set(self.removed_delete_file_paths) | {
+            _dv_key(path, offset) for path, offset in self.removed_deletion_vectors
+        }
+
+    @property
     def written_file_paths(self) -> list[str]:
         """Every file the job wrote for this change: deleted when the commit fails for good."""
-        return (
+        paths = (
             [f.file_path for f in self.added_data_files]
             + [f.file_path for f in self.added_delete_files]
             + [m.manifest_path for m in self.added_manifests]
         )
+        return list(dict.fromkeys(paths))  # a Puffin file holds several deletion vectors
 
     @property
     def data_files_that_must_stay_live(self) -> set[str]:
@@ -82,6 +95,7 @@ class SnapshotChange:
             and not self.removed_delete_file_paths
             and not self.required_data_file_paths
             and not self.replaced_manifest_paths
+            and not self.removed_deletion_vectors
             and self.no_new_data_in_partitions is not None
             and not self.no_new_data_in_partitions
             and not self.extra_requirements
@@ -99,3 +113,15 @@ def _referenced_data_file(data_file: DataFile) -> str | None:
     from spark_jobs.engine.table.manifest_entries import referenced_data_file
 
     return referenced_data_file(data_file)
+
+
+def removal_key(data_file: DataFile) -> str:
+    """What identifies a manifest entry to remove: the file path, plus the blob offset for a deletion vector."""
+    from spark_jobs.engine.table.manifest_entries import content_offset
+
+    offset = content_offset(data_file) if data_file.content == DataFileContent.POSITION_DELETES else None
+    return data_file.file_path if offset is None else _dv_key(data_file.file_path, offset)
+
+
+def _dv_key(path: str, offset: int) -> str:
+    return f"{path}#offset={offset}"

@@ -8,6 +8,7 @@ from spark_jobs.engine.shared.errors import UserInputError
 
 MODES = ("append", "overwrite", "upsert", "delete")
 DELETE_MODES = ("position", "equality")
+FORMAT_VERSIONS = (2, 3)  # of the tables --create-if-missing makes
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class IngestOptions:
     partition_by: str | None = None
     sort_by: str | None = None
     allow_schema_evolution: bool = False
+    format_version: int = 2  # of a table made by create_if_missing
 
     @property
     def deletes_by_key(self) -> bool:
@@ -40,5 +42,7 @@ def check_options(options: IngestOptions) -> None:
         raise UserInputError(f"--mode {options.mode} needs --key naming the key column(s)")
     if options.overwrite_filter is not None and options.mode != "overwrite":
         raise UserInputError("--overwrite-filter applies to --mode overwrite only")
+    if options.format_version not in FORMAT_VERSIONS:
+        raise UserInputError(f"--format-version must be 2 or 3, got {options.format_version}")
     if (options.partition_by or options.sort_by) and not options.create_if_missing:
         raise UserInputError("--partition-by and --sort-by apply to a table made by --create-if-missing only")

@@ -1,8 +1,8 @@
 """The table an ingest writes to: created from the source's schema when allowed, and the source checked against it.
 
-1. ``load_or_create_table``: the table; when missing and ``create_if_missing``, created as format v2 from the
-   source's Arrow schema, partitioned and sorted as ``--partition-by`` / ``--sort-by`` say (their columns must be
-   source columns).
+1. ``load_or_create_table``: the table; when missing and ``create_if_missing``, created (format v2, or v3 with
+   ``--format-version 3``) from the source's Arrow schema, partitioned and sorted as ``--partition-by`` /
+   ``--sort-by`` say (their columns must be source columns).
 2. ``check_source_schema``: the key columns exist in the table and the source; the source's schema fits the
    table's (``write.schema_check``; delete mode checks the key columns only); the result says whether the schema
    evolves in the same commit.
@@ -18,6 +18,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.sorting import NullOrder
 from pyiceberg.transforms import IdentityTransform
 
+from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
 from spark_jobs.engine.ingest.options import IngestOptions
 from spark_jobs.engine.shared.errors import TableNotFoundError, UserInputError
 from spark_jobs.engine.table.catalog import load_table
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 def load_or_create_table(catalog: Catalog, identifier: str, source_schema: pa.Schema, options: IngestOptions) -> Table:
-    """The table; created from the source's schema (format v2, with the given layout) when missing and allowed."""
+    """The table; created from the source's schema (given format version and layout) when missing and allowed."""
     try:
         return load_table(catalog, identifier)
     except TableNotFoundError:
@@ -41,7 +42,10 @@ def load_or_create_table(catalog: Catalog, identifier: str, source_schema: pa.Sc
             raise UserInputError(f"layout column {column!r} is not a source column; columns: {source_schema.names}")
     namespace = ".".join(catalog.identifier_to_tuple(identifier)[:-1])
     catalog.create_namespace_if_not_exists(namespace)
-    table = catalog.create_table(identifier, schema=source_schema, properties={"format-version": "2"})
+    if options.format_version >= 3:
+        allow_v3_metadata_writes()
+    properties = {"format-version": str(options.format_version)}
+    table = catalog.create_table(identifier, schema=source_schema, properties=properties)
     if partition_fields:
         with table.update_spec() as spec_update:
             for column, transform in partition_fields:
@@ -53,7 +57,7 @@ def load_or_create_table(catalog: Catalog, identifier: str, source_schema: pa.Sc
                     order_update.asc(column, IdentityTransform(), NullOrder.NULLS_FIRST)
                 else:
                     order_update.desc(column, IdentityTransform(), NullOrder.NULLS_LAST)
-    log.info("created table %s (format v2)", identifier)
+    log.info("created table %s (format v%d)", identifier, options.format_version)
     return table
 
 

@@ -57,7 +57,7 @@ def to_data_file(described: dict[str, Any]) -> DataFile:
         _table_format_version=3,  # the v3 layout keeps referenced_data_file and the deletion vector fields
         content=DataFileContent(described["content"]),
         file_path=described["file_path"],
-        file_format=FileFormat.PARQUET,
+        file_format=FileFormat(described.get("file_format", FileFormat.PARQUET.value)),
         partition=Record(*described["partition_values"]),
         record_count=described["record_count"],
         file_size_in_bytes=described["file_size_in_bytes"],

@@ -1,0 +1,94 @@
+"""Format v3 tables: which ones we write, and writing their metadata through pyiceberg's catalogs.
+
+pyiceberg 0.12 models v3 metadata (``TableMetadataV3``: ``next-row-id``, snapshots' ``first-row-id`` and
+``added-rows``) and applies v3 updates (a snapshot must carry its first row id; ``next-row-id`` advances by its
+added rows), but ``TableMetadataV3.model_dump_json`` raises, so no catalog that writes metadata files itself (SQL,
+Glue, Hive) can commit to a v3 table. Our engine writes what v3 asks of a commit (v3 manifests and manifest lists
+with row lineage, deletion vectors: ``manifest_writers``, ``row_lineage``, ``write.deletion_vector_files``), so:
+
+1. ``check_writable`` refuses a table we cannot write correctly, with one line naming the feature: a format other
+   than 2 or 3; in v3, a column of a type new in v3 that the engine does not write (variant, geometry, geography,
+   unknown, nanosecond timestamps), or a default value (``initial-default`` / ``write-default``) on any field.
+2. ``allow_v3_metadata_writes`` lets pyiceberg serialize v3 metadata with pydantic's own dump (the same model, by
+   alias, nulls left out; ``next-row-id`` written even when pyiceberg left it unset, as a new table does), once
+   per process, before a commit to (or the creation of) a v3 table.
+"""
+
+from __future__ import annotations
+
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
+from pyiceberg.table.metadata import TableMetadataV3
+from pyiceberg.typedef import IcebergBaseModel
+from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
+
+from spark_jobs.engine.shared.errors import UnsupportedFeatureError
+
+WRITABLE_FORMAT_VERSIONS = (2, 3)
+# Type names (as pyiceberg spells them) that only v3 has and that the engine does not write.
+_UNSUPPORTED_V3_TYPES = ("variant", "geometry", "geography", "unknown", "timestamp_ns", "timestamptz_ns")
+
+
+def check_writable(table: Table) -> None:
+    """Raise UnsupportedFeatureError naming what keeps the engine from writing ``table`` (module doc, step 1)."""
+    version = table.metadata.format_version
+    name = ".".join(table.name())
+    if version not in WRITABLE_FORMAT_VERSIONS:
+        raise UnsupportedFeatureError(f"writes to format v{version} tables are not supported (table {name})")
+    if version >= 3:
+        problem = unsupported_v3_feature(table.schema())
+        if problem is not None:
+            raise UnsupportedFeatureError(f"table {name} (format v3) uses {problem}, which writes do not support")
+        allow_v3_metadata_writes()
+
+
+def unsupported_v3_feature(schema: Schema) -> str | None:
+    """The first v3 feature of ``schema`` the engine cannot write, described for an error line; None if none."""
+    for field in _fields(schema.as_struct()):
+        type_name = str(field.field_type).split("(")[0].split("<")[0].strip().lower()
+        if type_name in _UNSUPPORTED_V3_TYPES:
+            return f"the {type_name} type (column {field.name}, field id {field.field_id})"
+        if field.initial_default is not None or field.write_default is not None:
+            return f"default values (column {field.name}, field id {field.field_id})"
+    return None
+
+
+def _fields(struct: StructType):
+    for field in struct.fields:
+        yield field
+        yield from _nested_fields(field.field_type)
+
+
+def _nested_fields(field_type: IcebergType):
+    if isinstance(field_type, StructType):
+        yield from _fields(field_type)
+    elif isinstance(field_type, ListType):
+        yield from _nested(field_type.element_field)
+    elif isinstance(field_type, MapType):
+        yield from _nested(field_type.key_field)
+        yield from _nested(field_type.value_field)
+
+
+def _nested(field: NestedField):
+    yield field
+    yield from _nested_fields(field.field_type)
+
+
+def _dump_v3_json(self: TableMetadataV3, exclude_none: bool = True, exclude=None, by_alias: bool = True, **kw) -> str:
+    """pydantic's dump of the model, with ``next-row-id`` always present (v3 requires it)."""
+    metadata = self if self.next_row_id is not None else self.model_copy(update={"next_row_id": _next_row_id(self)})
+    return IcebergBaseModel.model_dump_json(
+        metadata, exclude_none=exclude_none, exclude=exclude, by_alias=by_alias, **kw
+    )
+
+
+def _next_row_id(metadata: TableMetadataV3) -> int:
+    """The row ids the table's snapshots used (0 for none): what ``next-row-id`` is when it was never recorded."""
+    ends = [s.first_row_id + (s.added_rows or 0) for s in metadata.snapshots if s.first_row_id is not None]
+    return max(ends, default=0)
+
+
+def allow_v3_metadata_writes() -> None:
+    """Let pyiceberg's catalogs write v3 metadata files (module doc, step 2); idempotent."""
+    if TableMetadataV3.model_dump_json is not _dump_v3_json:
+        TableMetadataV3.model_dump_json = _dump_v3_json  # type: ignore[method-assign]

@@ -1,0 +1,204 @@
+"""Ingest into format v3 tables on real Spark: row lineage, deletion vectors (merged, one per data file), races with
+compaction in both orders, and the refusal of v3 features we do not write."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+
+import pyarrow as pa
+import pytest
+from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from spark_jobs import compact as compact_job
+from spark_jobs.engine import spark_compact, spark_ingest
+from spark_jobs.engine.commit.producer import CommitConflictError
+from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
+from spark_jobs.engine.planning.scan_tasks import DeletionVector
+from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import EngineError, UnsupportedFeatureError
+from spark_jobs.engine.table.manifest_entries import (
+    content_offset,
+    content_size_in_bytes,
+    first_row_id,
+    manifest_first_row_id,
+    read_live_entries,
+    read_manifest_list,
+    referenced_data_file,
+)
+from spark_jobs.spark.ingest import IngestOptions, ingest
+
+pytestmark = pytest.mark.spark
+
+CATALOG = "testing"
+UTC = datetime.UTC
+_names = itertools.count()
+
+
+def _table_name(prefix: str) -> str:
+    return f"ingest_v3_tests.{prefix}_{next(_names)}"
+
+
+def _frame(spark, ids, name="v1"):
+    rows = [(i, f"{name}-{i}", datetime.datetime(2024, 1, 1 + i % 3, 12, tzinfo=UTC)) for i in ids]
+    return spark.createDataFrame(rows, "id long, name string, ts timestamp").coalesce(1)
+
+
+def _create(spark, table: str, ids) -> None:
+    options = IngestOptions(mode="append", create_if_missing=True, format_version=3)
+    ingest(spark, CATALOG, table, _frame(spark, ids), options)
+
+
+def _ids(table: str) -> list[int]:
+    return sorted(open_read_session(CATALOG, table).to_arrow().column("id").to_pylist())
+
+
+def _vectors(testing_catalog, table: str) -> list[tuple[DeletionVector, list[int]]]:
+    loaded = testing_catalog.load_table(table)
+    found = []
+    for manifest in loaded.current_snapshot().manifests(loaded.io):
+        for entry in read_live_entries(manifest, loaded.io):
+            data_file = entry.data_file
+            if data_file.content != DataFileContent.POSITION_DELETES:
+                continue
+            assert data_file.file_format == FileFormat.PUFFIN
+            vector = DeletionVector(
+                data_file.file_path,
+                content_offset(data_file),
+                content_size_in_bytes(data_file),
+                data_file.record_count,
+                referenced_data_file(data_file),
+                entry.sequence_number,
+            )
+            found.append((vector, read_deletion_vector(vector, io=loaded.io).tolist()))
+    return found
+
+
+def test_a_v3_table_gets_row_lineage_on_every_commit(spark, testing_catalog) -> None:
+    table = _table_name("lineage")
+    _create(spark, table, range(10))
+    ingest(spark, CATALOG, table, _frame(spark, range(10, 25)), IngestOptions(mode="append"))
+    ingest(spark, CATALOG, table, _frame(spark, [3, 4], "v2"), IngestOptions(mode="upsert", key=("id",)))
+    loaded = testing_catalog.load_table(table)
+    assert loaded.metadata.format_version == 3
+    first, second, third = [loaded.metadata.snapshot_by_id(s.snapshot_id) for s in loaded.snapshots()]
+    assert (first.first_row_id, first.added_rows) == (0, 10)
+    assert (second.first_row_id, second.added_rows) == (10, 15)
+    assert third.first_row_id == 25 and third.added_rows == 2
+    assert loaded.metadata.next_row_id == 27
+    ids_seen: list[tuple[int, int]] = []
+    for manifest in read_manifest_list(loaded.current_snapshot(), loaded.io):
+        if manifest.content != ManifestContent.DATA:
+            assert manifest_first_row_id(manifest) is None
+            continue
+        for entry in read_live_entries(manifest, loaded.io):
+            ids_seen.append((first_row_id(entry.data_file), entry.data_file.record_count))
+    # The data files' row id ranges are disjoint and cover exactly the ids assigned.
+    ranges = sorted(ids_seen)
+    assert ranges[0][0] == 0 and sum(count for _, count in ranges) == 27
+    assert all(start + count == next_start for (start, count), (next_start, _) in itertools.pairwise(ranges))
+    assert _ids(table) == list(range(25))
+
+
+def test_two_deletes_on_one_data_file_leave_one_vector_holding_both(spark, testing_catalog) -> None:
+    table = _table_name("dv_merge")
+    _create(spark, table, range(10))
+    ingest(spark, CATALOG, table, _frame(spark, [1]), IngestOptions(mode="delete", key=("id",)))
+    ((first_vector, first_positions),) = _vectors(testing_catalog, table)
+    assert first_positions == [1]
+    ingest(spark, CATALOG, table, _frame(spark, [2, 7]), IngestOptions(mode="delete", key=("id",)))
+    ((vector, positions),) = _vectors(testing_catalog, table)
+    assert positions == [1, 2, 7] and vector.referenced_data_file == first_vector.referenced_data_file
+    assert (vector.path, vector.content_offset) != (first_vector.path, first_vector.content_offset)
+    summary = testing_catalog.load_table(table).current_snapshot().summary
+    assert summary["removed-position-delete-files"] == "1" and summary["added-position-delete-files"] == "1"
+    assert _ids(table) == [0, 3, 4, 5, 6, 8, 9]
+
+
+def test_a_compaction_losing_to_a_v3_upsert_fails_and_keeps_the_upsert(spark, testing_catalog, monkeypatch) -> None:
+    table = _table_name("compact_loses")
+    _create(spark, table, range(10))
+    ingest(spark, CATALOG, table, _frame(spark, range(10, 20)), IngestOptions(mode="append"))
+    real_commit = spark_compact.commit_group_rewrites
+
+    def commit_after_an_upsert(*args, **kwargs):
+        ingest(spark, CATALOG, table, _frame(spark, [3, 12], "v2"), IngestOptions(mode="upsert", key=("id",)))
+        return real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(spark_compact, "commit_group_rewrites", commit_after_an_upsert)
+    with pytest.raises(EngineError, match=r"position deletes|deletion vector|no longer"):
+        compact_job.main(["--catalog", CATALOG, "--table", table, "--min-input-files", "2"])
+    loaded = testing_catalog.load_table(table)
+    assert loaded.current_snapshot().summary.operation.value == "overwrite"
+    names = open_read_session(CATALOG, table).to_arrow().column("name").to_pylist()
+    assert sorted(names) == sorted([f"v1-{i}" for i in range(20) if i not in (3, 12)] + ["v2-3", "v2-12"])
+
+
+def test_a_v3_upsert_losing_to_a_compaction_fails_and_writes_nothing(spark, testing_catalog, monkeypatch) -> None:
+    table = _table_name("upsert_loses")
+    _create(spark, table, range(10))
+    ingest(spark, CATALOG, table, _frame(spark, range(10, 20)), IngestOptions(mode="append"))
+    ingest(spark, CATALOG, table, _frame(spark, [5]), IngestOptions(mode="delete", key=("id",)))
+    real_commit = spark_ingest.commit_change
+
+    def commit_after_a_compaction(table_object, change, **kwargs):
+        compact_job.main(["--catalog", CATALOG, "--table", table, "--min-input-files", "2"])
+        return real_commit(table_object, change, **kwargs)
+
+    monkeypatch.setattr(spark_ingest, "commit_change", commit_after_a_compaction)
+    with pytest.raises(CommitConflictError):
+        ingest(spark, CATALOG, table, _frame(spark, [3, 12], "v2"), IngestOptions(mode="upsert", key=("id",)))
+    loaded = testing_catalog.load_table(table)
+    assert loaded.current_snapshot().summary.operation.value == "replace"
+    assert _vectors(testing_catalog, table) == []  # the rewrite dropped the vector of the file it replaced
+    assert _ids(table) == [i for i in range(20) if i != 5]
+
+
+def test_a_v3_table_with_default_values_is_refused_and_nothing_is_committed(spark, testing_catalog) -> None:
+    from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
+
+    allow_v3_metadata_writes()
+    table = _table_name("defaults")
+    testing_catalog.create_namespace_if_not_exists("ingest_v3_tests")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "name", StringType(), required=False, initial_default="x", write_default="x"),
+    )
+    testing_catalog.create_table(table, schema, properties={"format-version": "3"})
+    frame = spark.createDataFrame([(1, "a")], "id long, name string")
+    with pytest.raises(UnsupportedFeatureError, match=r"default values \(column name"):
+        ingest(spark, CATALOG, table, frame, IngestOptions(mode="append"))
+    assert testing_catalog.load_table(table).current_snapshot() is None
+
+
+def test_puffin_file_with_two_vectors_reads_back_with_pyiceberg(tmp_path) -> None:
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+    from pyiceberg.table.puffin import PuffinFile
+
+    from spark_jobs.engine.deletes.deletion_vectors import decode_deletion_vector_blob
+    from spark_jobs.engine.write.deletion_vector_files import DeletionVectorTarget, write_deletion_vectors
+
+    targets = [
+        DeletionVectorTarget("file:///d/a.parquet", 0, (), pa.array([5, 1, 1, 2**33]).to_numpy()),
+        DeletionVectorTarget("file:///d/b.parquet", 0, (), pa.array([0, 7]).to_numpy()),
+    ]
+    path = f"file://{tmp_path}/two.puffin"
+    described = write_deletion_vectors(targets, PyArrowFileIO(), lambda: path)
+    content = (tmp_path / "two.puffin").read_bytes()
+    puffin = PuffinFile(content)
+    assert [b.type for b in puffin.footer.blobs] == ["deletion-vector-v1"] * 2
+    for blob, item, want in zip(puffin.footer.blobs, described, [[1, 5, 2**33], [0, 7]], strict=True):
+        assert (blob.offset, blob.length) == (item["content_offset"], item["content_size_in_bytes"])
+        assert blob.properties["referenced-data-file"] == item["referenced_data_file"]
+        payload = content[blob.offset : blob.offset + blob.length]
+        positions = decode_deletion_vector_blob(
+            payload, puffin_path=path, data_file_path=item["referenced_data_file"], expected_cardinality=len(want)
+        )
+        assert positions.tolist() == want and item["record_count"] == len(want)
+    vectors = puffin.to_vector()
+    assert {k: v.to_pylist() for k, v in vectors.items()} == {
+        "file:///d/a.parquet": [1, 5, 2**33],
+        "file:///d/b.parquet": [0, 7],
+    }
