@@ -18,7 +18,7 @@ from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.job_contract import missing_result_fields
-from spark_jobs.job_support import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, run_job
+from spark_jobs.job_support import EXIT_OK, EXIT_USAGE
 from tests.support.conformance import table_checksum
 from tests.support.corpus_copies import register_corpus_copy
 from tests.support.services import spark_home, spark_process_env
@@ -172,14 +172,17 @@ def test_a_plan_without_groups_commits_nothing(testing_catalog, tmp_path):
     assert testing_catalog.load_table(identifier).metadata_location == table.metadata_location
 
 
-def test_a_format_v3_table_is_refused_before_any_rewrite(testing_catalog, tmp_path, capsys):
+def test_rewrite_of_a_java_written_v3_table_folds_its_deletion_vectors(spark, testing_catalog, tmp_path):
     table = register_corpus_copy(testing_catalog, "mor_v3_dv", tmp_path)
     identifier = ".".join(table.name())
-    exit_code = run_job("compact", lambda: compact_job.main(["--catalog", "testing", "--table", identifier]))
-    assert exit_code == EXIT_FAILURE
-    reasons = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
-    assert len(reasons) == 1 and "format v3 tables are not yet supported" in reasons[0]
-    assert testing_catalog.load_table(identifier).metadata_location == table.metadata_location
+    before = open_read_session("testing", identifier).to_arrow()
+    result = compact_job.main(["--catalog", "testing", "--table", identifier, "--min-input-files", "1"])
+    assert result["data_files_removed"] >= 1 and result["delete_files_removed"] >= 1, result
+    loaded = testing_catalog.load_table(identifier)
+    assert loaded.metadata.format_version == 3 and loaded.current_snapshot().first_row_id is not None
+    after = open_read_session("testing", identifier).to_arrow()
+    columns = before.column_names
+    assert table_checksum(after, columns) == table_checksum(before, columns) and after.num_rows == before.num_rows
 
 
 # -- spark-submit ------------------------------------------------------------------------------------------------

@@ -118,15 +118,21 @@ def test_argument_errors_are_usage_errors(args, reason, tmp_path) -> None:
         ingest_job.main(["--catalog", "testing", "--table", "ingest_cli.none", "--source", str(tmp_path), *args])
 
 
-def test_a_format_v3_table_is_refused_as_bad_input(spark, conformance_catalog, tmp_path) -> None:
+def test_a_format_v1_table_is_refused_as_bad_input(spark, testing_catalog, tmp_path) -> None:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    testing_catalog.create_namespace_if_not_exists("ingest_cli")
+    testing_catalog.create_table(
+        "ingest_cli.v1", Schema(NestedField(1, "id", LongType())), properties={"format-version": "1"}
+    )
     source = tmp_path / "rows.parquet"
     pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), source)
-    with pytest.raises(
-        UserInputError, match=r"writes to format v3 tables are not yet supported \(table corpus.mor_v3_dv\)"
-    ):
+    with pytest.raises(UserInputError, match=r"writes to format v1 tables are not supported \(table ingest_cli.v1\)"):
         ingest_job.main(
-            ["--catalog", "conformance", "--table", "corpus.mor_v3_dv", "--source", str(source), "--mode", "append"]
+            ["--catalog", "testing", "--table", "ingest_cli.v1", "--source", str(source), "--mode", "append"]
         )
+    assert testing_catalog.load_table("ingest_cli.v1").current_snapshot() is None
 
 
 def test_a_missing_source_is_bad_input(spark, tmp_path) -> None:

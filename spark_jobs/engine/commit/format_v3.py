@@ -22,23 +22,27 @@ from pyiceberg.table.metadata import TableMetadataV3
 from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
-from spark_jobs.engine.shared.errors import UnsupportedFeatureError
+from spark_jobs.engine.shared.errors import UnsupportedFeatureError, UserInputError
 
 WRITABLE_FORMAT_VERSIONS = (2, 3)
 # Type names (as pyiceberg spells them) that only v3 has and that the engine does not write.
 _UNSUPPORTED_V3_TYPES = ("variant", "geometry", "geography", "unknown", "timestamp_ns", "timestamptz_ns")
 
 
+class UnwritableTableError(UnsupportedFeatureError, UserInputError):
+    """The table uses a format or feature writes do not support: bad input for every job (exit code 2)."""
+
+
 def check_writable(table: Table) -> None:
-    """Raise UnsupportedFeatureError naming what keeps the engine from writing ``table`` (module doc, step 1)."""
+    """Raise UnwritableTableError naming what keeps the engine from writing ``table`` (module doc, step 1)."""
     version = table.metadata.format_version
     name = ".".join(table.name())
     if version not in WRITABLE_FORMAT_VERSIONS:
-        raise UnsupportedFeatureError(f"writes to format v{version} tables are not supported (table {name})")
+        raise UnwritableTableError(f"writes to format v{version} tables are not supported (table {name})")
     if version >= 3:
         problem = unsupported_v3_feature(table.schema())
         if problem is not None:
-            raise UnsupportedFeatureError(f"table {name} (format v3) uses {problem}, which writes do not support")
+            raise UnwritableTableError(f"table {name} (format v3) uses {problem}, which writes do not support")
         allow_v3_metadata_writes()
 
 

@@ -187,13 +187,12 @@ def test_removing_a_file_the_table_does_not_hold_fails_and_deletes_the_written_f
     assert set(metadata_dir.glob("*.avro")) == avro_before
 
 
-def test_writes_to_a_format_v3_table_are_refused(conformance_catalog) -> None:
-    v3 = conformance_catalog.load_table("corpus.mor_v3_dv")
-    before = v3.current_snapshot().snapshot_id
-    expected = r"writes to format v3 tables are not yet supported \(table corpus.mor_v3_dv\)"
-    with pytest.raises(UnsupportedFeatureError, match=expected):
-        commit_change(v3, SnapshotChange(Operation.APPEND))
-    assert conformance_catalog.load_table("corpus.mor_v3_dv").current_snapshot().snapshot_id == before
+def test_writes_to_a_format_v1_table_are_refused(sql_catalog) -> None:
+    sql_catalog.create_namespace("v1")
+    v1 = sql_catalog.create_table("v1.t", SCHEMA, properties={"format-version": "1"})
+    with pytest.raises(UnsupportedFeatureError, match=r"writes to format v1 tables are not supported \(table v1.t\)"):
+        commit_change(v1, SnapshotChange(Operation.APPEND))
+    assert sql_catalog.load_table("v1.t").current_snapshot() is None
 
 
 def test_a_position_delete_racing_an_append_is_retried_when_only_its_files_must_stay(table) -> None:

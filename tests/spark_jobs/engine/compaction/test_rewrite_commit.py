@@ -15,7 +15,11 @@ from pyiceberg.exceptions import CommitFailedException
 from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError, commit_change
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
-from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites, removable_delete_locations
+from spark_jobs.engine.compaction.rewrite_commit import (
+    commit_group_rewrites,
+    removable_delete_keys,
+    removable_delete_locations,
+)
 from spark_jobs.engine.table.manifest_entries import read_live_entries
 from tests.support.conformance import table_checksum
 from tests.support.corpus_copies import register_corpus_copy
@@ -63,11 +67,11 @@ def test_java_written_deletes_are_folded_in_and_freed_delete_files_removed(sql_c
     plan = _plan(table, rewrite_all=True)
     assert plan.freed_delete_locations
     result, removed = commit_group_rewrites(table, plan, rewrite_locally(table, plan))
-    assert removed == set(plan.freed_delete_locations)
+    assert {location for location, _ in removed} == set(plan.freed_delete_locations)
     assert result.operation == "replace" and int(result.summary["removed-delete-files"]) == len(removed)
     assert ids_and_checksum(table) == before
     live_deletes = {entry.data_file.file_path for entry in _live_entries(table, 1)}
-    assert not live_deletes & removed
+    assert not live_deletes & {location for location, _ in removed}
     assert {entry.sequence_number for entry in _live_entries(table, 0) if entry.snapshot_id == result.snapshot_id} == {
         start.sequence_number
     }
@@ -94,7 +98,7 @@ def test_deletes_of_own_writers_are_folded_in_and_only_freed_ones_removed(events
     result, removed = commit_group_rewrites(events, plan, rewrite_locally(events, plan))
     assert ids_and_checksum(events) == before and len(before[0]) == 240 - 7
     # partition a's position delete file and equality delete file are gone; b's stay
-    assert len(removed) == 2 and all("category=a" in path for path in removed)
+    assert len(removed) == 2 and all("category=a" in path and offset is None for path, offset in removed)
     live_deletes = [entry.data_file.file_path for entry in _live_entries(events, 1)]
     assert len(live_deletes) == 2 and all("category=b" in path for path in live_deletes)
     assert result.summary["deleted-data-files"] == "6" and result.summary["added-data-files"] == "1"
@@ -105,21 +109,32 @@ def test_a_delete_shared_by_two_groups_is_removed_only_with_both():
 
     from spark_jobs.engine.compaction.planner import FileGroup
     from spark_jobs.engine.planning.delete_index import AppliedDeletes
-    from spark_jobs.engine.planning.scan_tasks import PositionDeleteFile
+    from spark_jobs.engine.planning.scan_tasks import DeletionVector, PositionDeleteFile
 
     shared = PositionDeleteFile("shared.parquet", 10, 2, 2, None)
     own = PositionDeleteFile("own.parquet", 10, 1, 2, "a.parquet")
+    # One Puffin file holding the deletion vectors of c and d: each vector goes with its own data file.
+    dv_c = DeletionVector("dv.puffin", 4, 40, 1, "c.parquet", 2)
+    dv_d = DeletionVector("dv.puffin", 44, 40, 1, "d.parquet", 2)
 
     def candidate(path, deletes):
         return SimpleNamespace(path=path, deletes=deletes)
 
     group_1 = FileGroup(1, 1, (), (candidate("a.parquet", AppliedDeletes((shared, own), None, ())),), 1, 1)
     group_2 = FileGroup(2, 2, (), (candidate("b.parquet", AppliedDeletes((shared,), None, ())),), 1, 1)
+    group_3 = FileGroup(3, 3, (), (candidate("c.parquet", AppliedDeletes((), dv_c, ())),), 1, 1)
+    group_4 = FileGroup(4, 4, (), (candidate("d.parquet", AppliedDeletes((), dv_d, ())),), 1, 1)
     plan = SimpleNamespace(
-        groups=(group_1, group_2), freed_delete_locations=frozenset({"shared.parquet", "own.parquet"})
+        groups=(group_1, group_2, group_3, group_4),
+        freed_delete_locations=frozenset({"shared.parquet", "own.parquet", "dv.puffin"}),
+        freed_delete_files=frozenset(
+            {("shared.parquet", None), ("own.parquet", None), ("dv.puffin", 4), ("dv.puffin", 44)}
+        ),
     )
     assert removable_delete_locations(plan, ["a.parquet"]) == {"own.parquet"}
     assert removable_delete_locations(plan, ["a.parquet", "b.parquet"]) == {"own.parquet", "shared.parquet"}
+    assert removable_delete_keys(plan, ["c.parquet"]) == {("dv.puffin", 4)}
+    assert removable_delete_keys(plan, ["c.parquet", "d.parquet"]) == {("dv.puffin", 4), ("dv.puffin", 44)}
 
 
 # -- concurrency ---------------------------------------------------------------------------------------------------
