@@ -3,7 +3,9 @@
 pyiceberg 0.12 commits data files only; this package adds what writes need, on top of its metadata model, manifest
 writers and catalog commit:
 
-1. ``manifest_writers``: v2 manifests of either content, DATA or DELETES (pyiceberg writes DATA only).
+1. ``manifest_writers``: v2 and v3 manifests of either content, DATA or DELETES, with the spec's field types
+   (pyiceberg writes DATA only, and equality_ids as longs); ``row_lineage``: the v3 manifest list and the row ids
+   a v3 commit assigns; ``format_v3``: which tables we write, and v3 metadata through pyiceberg's catalogs.
 2. ``snapshot_change``: what one commit does: operation, files added (data and delete), files removed, the data
    sequence number of added entries, summary properties, what a concurrent change must not touch.
 3. ``producer``: builds the manifests, manifest list, snapshot and catalog updates of a change on given metadata.

@@ -27,6 +27,7 @@ from typing import Any
 
 from pyiceberg.io import OutputFile
 from pyiceberg.manifest import (
+    DATA_FILE_TYPE,
     DataFile,
     ManifestContent,
     ManifestEntry,
@@ -58,7 +59,7 @@ from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.row_lineage import ManifestListWriterV3, first_row_id_of_next_snapshot
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange, removal_key
 from spark_jobs.engine.shared.errors import EngineError
-from spark_jobs.engine.table.manifest_entries import read_live_entries, read_manifest_list
+from spark_jobs.engine.table.manifest_entries import content_size_in_bytes, read_live_entries, read_manifest_list
 
 log = logging.getLogger(__name__)
 
@@ -283,9 +284,9 @@ class SnapshotProducer:
         schema = metadata.schema()
         specs = metadata.specs()
         for data_file in [*self.change.added_data_files, *self.change.added_delete_files]:
-            collector.add_file(data_file, schema=schema, partition_spec=specs[data_file.spec_id])
+            collector.add_file(_as_summarized(data_file), schema=schema, partition_spec=specs[data_file.spec_id])
         for data_file in removed:
-            collector.remove_file(data_file, schema=schema, partition_spec=specs[data_file.spec_id])
+            collector.remove_file(_as_summarized(data_file), schema=schema, partition_spec=specs[data_file.spec_id])
         # pyiceberg carries totals for append/overwrite/delete only; totals do not depend on the operation.
         totals = update_snapshot_summaries(
             Summary(Operation.OVERWRITE, **collector.build()), parent.summary if parent else None
@@ -307,6 +308,20 @@ class SnapshotProducer:
             if isinstance(update, AddSchemaUpdate):
                 return update.schema_.schema_id
         return metadata.current_schema_id
+
+
+_FILE_SIZE = [field.name for field in DATA_FILE_TYPE[3].fields].index("file_size_in_bytes")
+
+
+def _as_summarized(data_file: DataFile) -> DataFile:
+    """A deletion vector counts its blob's bytes in the summary sizes, as Java's does, not its whole Puffin file."""
+    size = content_size_in_bytes(data_file)
+    if size is None:
+        return data_file
+    copied = DataFile(*(data_file[i] for i in range(len(data_file))))
+    copied[_FILE_SIZE] = size
+    copied.spec_id = data_file.spec_id
+    return copied
 
 
 def delete_quietly(table: Table, paths: list[str]) -> list[str]:

@@ -40,6 +40,7 @@ from pyiceberg.table.refs import SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID, RemoveSnapshotsUpdate, TableRequirement
 
+from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
 from spark_jobs.engine.commit.outcome import ReloadFailedError, StatusCheck, reload_with_retries
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
 from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
@@ -161,6 +162,8 @@ def expire_snapshots(
         after_snapshots = [s for s in before.snapshots if s.snapshot_id not in set(expired_ids)]
         files = files_to_clean(table, before, before.snapshots, after_snapshots, after=None)
         return ExpirationResult(expired_ids, [s.snapshot_id for s in after_snapshots], files, None)
+    if table.metadata.format_version >= 3:
+        allow_v3_metadata_writes()  # pyiceberg writes the new metadata file; v3 needs our serializer
     before, after = _commit_expiration(table, older_than_ms, retain_last)
     files = files_to_clean(table, before, before.snapshots, after.snapshots, after=after)
     removal = remove_files(table.io, files.all()) if files.all() else RemovalOutcome()
