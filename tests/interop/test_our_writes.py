@@ -18,11 +18,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyiceberg.manifest import DataFileContent, FileFormat
 
 from spark_jobs import compact as compact_job
 from spark_jobs import ingest as ingest_job
 from spark_jobs import maintain as maintain_job
+from tests.support.live_deletes import live_deletion_vectors
 from tests.support.table_model import Row, TableModel
 
 pytestmark = pytest.mark.spark
@@ -74,45 +74,6 @@ def rows(ids, version: int = 0) -> list[Row]:
             }
         )
     return out
-
-
-def live_deletion_vectors(table: str) -> list:
-    """The deletion vectors of the table's current snapshot (and fails on a position delete file: v3 writes none)."""
-    from spark_jobs.engine.planning.scan_tasks import DeletionVector
-    from spark_jobs.engine.table.catalog import load_catalog
-    from spark_jobs.engine.table.manifest_entries import (
-        content_offset,
-        content_size_in_bytes,
-        read_live_entries,
-        referenced_data_file,
-    )
-
-    loaded = load_catalog(CATALOG).load_table(table)
-    vectors = []
-    for manifest in loaded.current_snapshot().manifests(loaded.io):
-        for entry in read_live_entries(manifest, loaded.io):
-            data_file = entry.data_file
-            if data_file.content != DataFileContent.POSITION_DELETES:
-                continue
-            assert data_file.file_format == FileFormat.PUFFIN, f"v3 table {table} has a position delete file"
-            vectors.append(
-                DeletionVector(
-                    data_file.file_path,
-                    content_offset(data_file),
-                    content_size_in_bytes(data_file),
-                    data_file.record_count,
-                    referenced_data_file(data_file),
-                    entry.sequence_number,
-                )
-            )
-    return vectors
-
-
-def deletion_vector_positions(table: str, vector):
-    from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
-    from spark_jobs.engine.table.catalog import load_catalog
-
-    return read_deletion_vector(vector, io=load_catalog(CATALOG).load_table(table).io)
 
 
 def normalize(path: str) -> str:
@@ -185,10 +146,12 @@ def test_upsert_and_delete(spark, readers, tmp_path, format_version, delete_mode
     readers.check(table, model)
     if format_version >= 3 and delete_mode == "position":
         # Deletion vectors only, at most one live per data file, and Java drops exactly the positions they hold.
-        vectors = live_deletion_vectors(table)
-        assert vectors and len(vectors) == len({v.referenced_data_file for v in vectors})
+        from spark_jobs.engine.table.catalog import load_catalog
+
+        vectors = live_deletion_vectors(load_catalog(CATALOG).load_table(table))
+        assert vectors and len(vectors) == len({v.referenced_data_file for v, _ in vectors})
         java_deleted = readers.java.deleted_positions(table)
-        ours = {v.referenced_data_file: sorted(deletion_vector_positions(table, v).tolist()) for v in vectors}
+        ours = {v.referenced_data_file: positions for v, positions in vectors}
         assert {normalize(k): v for k, v in java_deleted.items()} == {normalize(k): v for k, v in ours.items()}
 
 

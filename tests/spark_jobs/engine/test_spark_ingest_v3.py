@@ -8,25 +8,23 @@ import itertools
 
 import pyarrow as pa
 import pytest
-from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent
+from pyiceberg.manifest import ManifestContent
 
 from spark_jobs import compact as compact_job
-from spark_jobs.engine import spark_compact, spark_ingest
 from spark_jobs.engine.commit.producer import CommitConflictError
-from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
 from spark_jobs.engine.planning.scan_tasks import DeletionVector
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import EngineError, UnsupportedFeatureError
 from spark_jobs.engine.table.manifest_entries import (
-    content_offset,
-    content_size_in_bytes,
     first_row_id,
     manifest_first_row_id,
     read_live_entries,
     read_manifest_list,
-    referenced_data_file,
 )
+from spark_jobs.spark import compact as spark_compact
+from spark_jobs.spark import ingest as spark_ingest
 from spark_jobs.spark.ingest import IngestOptions, ingest
+from tests.support.live_deletes import live_deletion_vectors
 
 pytestmark = pytest.mark.spark
 
@@ -54,24 +52,7 @@ def _ids(table: str) -> list[int]:
 
 
 def _vectors(testing_catalog, table: str) -> list[tuple[DeletionVector, list[int]]]:
-    loaded = testing_catalog.load_table(table)
-    found = []
-    for manifest in loaded.current_snapshot().manifests(loaded.io):
-        for entry in read_live_entries(manifest, loaded.io):
-            data_file = entry.data_file
-            if data_file.content != DataFileContent.POSITION_DELETES:
-                continue
-            assert data_file.file_format == FileFormat.PUFFIN
-            vector = DeletionVector(
-                data_file.file_path,
-                content_offset(data_file),
-                content_size_in_bytes(data_file),
-                data_file.record_count,
-                referenced_data_file(data_file),
-                entry.sequence_number,
-            )
-            found.append((vector, read_deletion_vector(vector, io=loaded.io).tolist()))
-    return found
+    return live_deletion_vectors(testing_catalog.load_table(table))
 
 
 def test_a_v3_table_gets_row_lineage_on_every_commit(spark, testing_catalog) -> None:

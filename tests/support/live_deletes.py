@@ -1,0 +1,36 @@
+"""The deletion vectors of a table's current snapshot, with their positions: what v3 write tests assert on."""
+
+from __future__ import annotations
+
+from pyiceberg.manifest import DataFileContent, FileFormat
+from pyiceberg.table import Table
+
+from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
+from spark_jobs.engine.planning.scan_tasks import DeletionVector
+from spark_jobs.engine.table.manifest_entries import (
+    content_offset,
+    content_size_in_bytes,
+    read_live_entries,
+    referenced_data_file,
+)
+
+
+def live_deletion_vectors(table: Table) -> list[tuple[DeletionVector, list[int]]]:
+    """Every live deletion vector and its positions; fails on a position delete file (v3 writes none)."""
+    found = []
+    for manifest in table.current_snapshot().manifests(table.io):
+        for entry in read_live_entries(manifest, table.io):
+            data_file = entry.data_file
+            if data_file.content != DataFileContent.POSITION_DELETES:
+                continue
+            assert data_file.file_format == FileFormat.PUFFIN, f"{data_file.file_path} is a position delete file"
+            vector = DeletionVector(
+                data_file.file_path,
+                content_offset(data_file),
+                content_size_in_bytes(data_file),
+                data_file.record_count,
+                referenced_data_file(data_file),
+                entry.sequence_number,
+            )
+            found.append((vector, read_deletion_vector(vector, io=table.io).tolist()))
+    return found
