@@ -96,12 +96,13 @@ def make_batch(files: list, keys: int, seed: int, out: Path) -> tuple[Path, floa
     return out, float(rows.num_rows)
 
 
-def added_bytes(table: Any) -> tuple[int, int, int]:
-    """Bytes of the distinct files the current snapshot added, its delete entries, and how many distinct files."""
+def added_bytes(table: Any) -> tuple[int, int, int, int]:
+    """Bytes of the distinct files the current snapshot added (data, delete), its delete entries, distinct files."""
     from spark_jobs.engine.table.manifest_entries import read_live_entries
 
     snapshot = table.current_snapshot()
     sizes: dict[str, int] = {}
+    delete_paths: set[str] = set()
     deletes = 0
     for manifest in snapshot.manifests(table.io):
         if manifest.added_snapshot_id != snapshot.snapshot_id:
@@ -109,8 +110,11 @@ def added_bytes(table: Any) -> tuple[int, int, int]:
         for entry in read_live_entries(manifest, table.io):
             if entry.snapshot_id == snapshot.snapshot_id:
                 sizes[entry.data_file.file_path] = entry.data_file.file_size_in_bytes
-                deletes += entry.data_file.content != 0
-    return sum(sizes.values()), deletes, len(sizes)
+                if entry.data_file.content != 0:
+                    deletes += 1
+                    delete_paths.add(entry.data_file.file_path)
+    delete_bytes = sum(size for path, size in sizes.items() if path in delete_paths)
+    return sum(sizes.values()), delete_bytes, deletes, len(sizes)
 
 
 def full_scan(catalog_name: str, identifier: str) -> tuple[int, float]:
@@ -178,7 +182,7 @@ def main() -> None:
             result = ingest(spark, CATALOG_NAME, identifier, spark.read.parquet(str(source)), options)
             seconds = time.perf_counter() - started
             table.refresh()
-            written, delete_entries, distinct_files = added_bytes(table)
+            written, delete_bytes, delete_entries, distinct_files = added_bytes(table)
             full_scan(CATALOG_NAME, identifier)  # warm-up
             reads = []
             for _ in range(args.reads):
@@ -193,6 +197,7 @@ def main() -> None:
                 "upsert_s": round(seconds, 3),
                 "job_phases_s": result["seconds"],
                 "bytes_written": written,
+                "delete_bytes_written": delete_bytes,
                 "files_written": distinct_files,
                 "delete_entries_added": delete_entries,
                 "rows_deleted_by_key": result["rows_deleted_by_key"],
@@ -203,6 +208,7 @@ def main() -> None:
         measured_ratio = {
             "upsert_time_v3_over_v2": measured[3]["upsert_s"] / measured[2]["upsert_s"],
             "bytes_v3_over_v2": measured[3]["bytes_written"] / measured[2]["bytes_written"],
+            "delete_bytes_v3_over_v2": measured[3]["delete_bytes_written"] / measured[2]["delete_bytes_written"],
             "full_scan_v3_over_v2": measured[3]["full_scan_median_s"] / measured[2]["full_scan_median_s"],
         }
         rounds.append({"order": list(order), "v2": measured[2], "v3": measured[3], "ratios": measured_ratio})
@@ -219,14 +225,16 @@ def main() -> None:
     stamp = dt.date.today().isoformat()
     (results / f"v3_upsert_{stamp}.json").write_text(json.dumps(report, indent=1, default=str))
     lines = [
-        "| table | upsert s (median) | bytes written | files written | delete entries | full scan s (median) |",
-        "|---|---|---|---|---|---|",
+        "| table | upsert s (median) | bytes written | of which deletes | files written | delete entries "
+        "| full scan s (median) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for version in FORMATS:
         label = "v3 (deletion vectors)" if version == 3 else "v2 (position deletes)"
         lines.append(
             f"| {label} | {statistics.median(r[f'v{version}']['upsert_s'] for r in rounds):.2f} "
             f"| {statistics.median(r[f'v{version}']['bytes_written'] for r in rounds):,.0f} "
+            f"| {statistics.median(r[f'v{version}']['delete_bytes_written'] for r in rounds):,.0f} "
             f"| {rounds[-1][f'v{version}']['files_written']} | {rounds[-1][f'v{version}']['delete_entries_added']} "
             f"| {statistics.median(r[f'v{version}']['full_scan_median_s'] for r in rounds):.3f} |"
         )
