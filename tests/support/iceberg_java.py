@@ -108,10 +108,6 @@ class IcebergJava:
         """The rows of a Spark SQL statement run by Java's Spark session (the catalog is ``self.catalog``)."""
         return self.call("sql", query=query)
 
-    def deleted_positions(self, table: str) -> dict[str, list[int]]:
-        """Per data file, the positions Java's read drops."""
-        return self.call("deleted_positions", table=table)
-
     def puffin_blobs(self, path: str) -> list[dict]:
         """The blobs of a Puffin file as Java's Puffin reader lists (and reads) them."""
         return self.call("puffin_blobs", path=path)

@@ -2,11 +2,13 @@
 
 ``Readers.check`` reads the table (at the current snapshot or a given one) with each engine, over the model's
 columns in the model's order, and fails with one message listing every reader that disagrees with the model and
-how (rows, table checksum, the columns whose checksums differ).
+how (rows, table checksum, the columns whose checksums differ). Each reader reads the table once per check: asked
+for Java's row positions, the check takes Java's ``_file`` and ``_pos`` from that same read.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +16,8 @@ from typing import Any
 from tests.support import duckdb_reader
 from tests.support.iceberg_java import IcebergJava
 from tests.support.table_model import TableModel, arrow_checksum
+
+POSITION_COLUMNS = ("_file", "_pos")  # Iceberg's metadata columns: a row's data file and position in it
 
 
 @dataclass
@@ -33,9 +37,22 @@ class Readers:
         session = open_read_session(load_catalog(self.catalog_name), identifier, snapshot_id=snapshot_id)
         return arrow_checksum(session.to_arrow(), columns)
 
-    def iceberg_java(self, identifier: str, columns: list[str], snapshot_id: int | None = None) -> dict:
-        """What Iceberg Java (Spark 3.5, Iceberg runtime) returns."""
-        return arrow_checksum(self.java.read_arrow(identifier, snapshot_id=snapshot_id, columns=columns), columns)
+    def iceberg_java(
+        self, identifier: str, columns: list[str], snapshot_id: int | None = None, *, positions: bool = False
+    ) -> dict:
+        """What Iceberg Java (Spark 3.5, Iceberg runtime) returns; with ``positions``, also the rows' file positions.
+
+        ``positions`` adds ``"alive"``: per data file, the ``_pos`` values of the rows Java returns.
+        """
+        extra = list(POSITION_COLUMNS) if positions else []
+        table = self.java.read_arrow(identifier, snapshot_id=snapshot_id, columns=[*columns, *extra])
+        result = arrow_checksum(table, columns)
+        if positions:
+            alive: dict[str, set[int]] = {}
+            for path, position in zip(*(table.column(c).to_pylist() for c in POSITION_COLUMNS), strict=True):
+                alive.setdefault(path, set()).add(position)
+            result["alive"] = alive
+        return result
 
     def duck(self, identifier: str, columns: list[str], snapshot_id: int | None = None) -> dict:
         """What DuckDB's ``iceberg_scan`` returns from the table's current metadata file (or at a snapshot)."""
@@ -45,15 +62,23 @@ class Readers:
         scanned = duckdb_reader.scan(self.duckdb, table.metadata_location, columns, snapshot_id=snapshot_id)
         return arrow_checksum(scanned, columns)
 
-    def check(self, identifier: str, model: TableModel, *, snapshot_id: int | None = None) -> None:
-        """Every reader returns the model's rows (module doc)."""
+    def check(
+        self, identifier: str, model: TableModel, *, snapshot_id: int | None = None, java_positions: bool = False
+    ) -> dict[str, set[int]]:
+        """Every reader returns the model's rows (module doc); with ``java_positions``, Java's live row positions.
+
+        The positions are ``{data file path: positions of the rows Java returned}`` (empty unless asked for).
+        """
         columns = list(model.schema.names)
         expected = model.checksum(snapshot_id)
         disagreements = []
-        for name, read in (("ours", self.ours), ("iceberg-java", self.iceberg_java), ("duckdb", self.duck)):
+        alive: dict[str, set[int]] = {}
+        java = functools.partial(self.iceberg_java, positions=java_positions)
+        for name, read in (("ours", self.ours), ("iceberg-java", java), ("duckdb", self.duck)):
             started = time.perf_counter()
             try:
                 got = read(identifier, columns, snapshot_id)
+                alive = got.pop("alive", alive)
             except Exception as error:  # one reader failing must not hide what the others return
                 disagreements.append(f"{name}: failed: {str(error)[:2000]}")
                 continue
@@ -67,3 +92,4 @@ class Readers:
                 )
         at = f" at snapshot {snapshot_id}" if snapshot_id is not None else ""
         assert not disagreements, f"table {identifier}{at}:\n" + "\n".join(disagreements)
+        return alive

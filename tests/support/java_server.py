@@ -9,10 +9,9 @@ cannot corrupt an answer). An answer is ``{"ok": true, "result": ...}`` or ``{"o
 - ``checksum`` (table, snapshot_id?, columns?): row count and the order-independent checksum of the rows Iceberg
   Java reads, computed in Spark SQL with the same tokens as ``tests/support/conformance.py``.
 - ``arrow`` (table, path, snapshot_id?, columns?): the rows Iceberg Java reads, written to ``path`` as an Arrow IPC
-  file (Spark's own Arrow conversion), for checks computed on the caller's side like every other reader's.
+  file (Spark's own Arrow conversion), for checks computed on the caller's side like every other reader's;
+  ``columns`` may name Iceberg's metadata columns (``_file``, ``_pos``).
 - ``sql`` (query): the rows of a Spark SQL statement, values as JSON (others as strings).
-- ``deleted_positions`` (table): per data file, the positions Java's read drops (every position of the file minus
-  the ``_pos`` values Java returns), so a deletion vector's content is checked position by position.
 - ``puffin_blobs`` (path): the blobs of a Puffin file as Java's Puffin reader lists them, each read back whole.
 """
 
@@ -160,19 +159,6 @@ class Server:
 
     def sql(self, query: str) -> list[list]:
         return [[_jsonable(v) for v in row] for row in self.spark.sql(query).collect()]
-
-    def deleted_positions(self, table: str) -> dict[str, list[int]]:
-        name = f"{self.catalog}.{table}"
-        counts = self.spark.sql(f"SELECT file_path, record_count FROM {name}.files WHERE content = 0").collect()
-        alive: dict[str, set[int]] = {}
-        for row in self.spark.sql(f"SELECT _file, _pos FROM {name}").collect():
-            alive.setdefault(row[0], set()).add(row[1])
-        deleted = {}
-        for path, count in counts:
-            gone = [p for p in range(count) if p not in alive.get(path, ())]
-            if gone:
-                deleted[path] = gone
-        return deleted
 
     def puffin_blobs(self, path: str) -> list[dict]:
         jvm = self.spark._jvm

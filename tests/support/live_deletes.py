@@ -1,4 +1,4 @@
-"""The deletion vectors of a table's current snapshot, with their positions: what v3 write tests assert on."""
+"""The deletion vectors and data files of a table's current snapshot: what v3 write tests assert on."""
 
 from __future__ import annotations
 
@@ -34,3 +34,13 @@ def live_deletion_vectors(table: Table) -> list[tuple[DeletionVector, list[int]]
             )
             found.append((vector, read_deletion_vector(vector, io=table.io).tolist()))
     return found
+
+
+def live_data_file_rows(table: Table) -> dict[str, int]:
+    """Every live data file of the current snapshot and its row count (deletes not applied)."""
+    rows = {}
+    for manifest in table.current_snapshot().manifests(table.io):
+        for entry in read_live_entries(manifest, table.io):
+            if entry.data_file.content == DataFileContent.DATA:
+                rows[entry.data_file.file_path] = entry.data_file.record_count
+    return rows
