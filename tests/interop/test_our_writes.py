@@ -167,13 +167,13 @@ def test_upsert_and_delete_with_equality_deletes(spark, readers, tmp_path, forma
     table, model = table_name(format_version, "row_level_equality"), TableModel(SCHEMA)
     key = ["--key", "id", "--delete-mode", "equality"]
     create = [*create_args(format_version), "--partition-by", IDENTITY_BUCKET_TRUNCATE_DAY_HOUR]
-    ingest(tmp_path, table, rows(range(50)), "append", *create)
-    ingest(tmp_path, table, rows(range(50, 90)), "append")
-    model.append(rows(range(90)))
-    upserted = rows([*range(10, 30), *range(100, 105)], version=1)
+    ingest(tmp_path, table, rows(range(25)), "append", *create)  # one data file per row: keep the table small
+    ingest(tmp_path, table, rows(range(25, 40)), "append")
+    model.append(rows(range(40)))
+    upserted = rows([*range(10, 20), *range(100, 103)], version=1)
     ingest(tmp_path, table, upserted, "upsert", *key)
     model.upsert(upserted, ["id"])
-    deleted = rows([*range(0, 6), *range(60, 63)]) + rows([12], version=1)
+    deleted = rows([*range(0, 4), *range(30, 33)]) + rows([12], version=1)
     ingest(tmp_path, table, deleted, "delete", *key)
     model.delete(deleted, ["id"])
     readers.check(table, model)
