@@ -33,6 +33,7 @@ from pyiceberg.table import Table
 from pyspark.sql import SparkSession
 
 from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError, CommitResult, require_writable_format
+from spark_jobs.engine.compaction.dangling_deletes import DeleteKey
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
 from spark_jobs.engine.compaction.rewrite_commit import GroupRewrite, NothingCommittedError, commit_group_rewrites
 from spark_jobs.engine.compaction.rewrite_tasks import (
@@ -176,7 +177,7 @@ def _rewrite_and_commit(
     *,
     replaced: set[str],
     outcome: RewriteOutcome,
-) -> tuple[CommitResult, set[str]]:
+) -> tuple[CommitResult, set[DeleteKey]]:
     """One batch: rewritten on Spark, committed; files of the write id its commit does not name are deleted.
 
     The files the commit names are the committer's to delete (only when it certainly did not land).

@@ -16,6 +16,9 @@ with row lineage, deletion vectors: ``manifest_writers``, ``row_lineage``, ``wri
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadataV3
@@ -57,13 +60,13 @@ def unsupported_v3_feature(schema: Schema) -> str | None:
     return None
 
 
-def _fields(struct: StructType):
+def _fields(struct: StructType) -> Iterator[NestedField]:
     for field in struct.fields:
         yield field
         yield from _nested_fields(field.field_type)
 
 
-def _nested_fields(field_type: IcebergType):
+def _nested_fields(field_type: IcebergType) -> Iterator[NestedField]:
     if isinstance(field_type, StructType):
         yield from _fields(field_type)
     elif isinstance(field_type, ListType):
@@ -73,12 +76,14 @@ def _nested_fields(field_type: IcebergType):
         yield from _nested(field_type.value_field)
 
 
-def _nested(field: NestedField):
+def _nested(field: NestedField) -> Iterator[NestedField]:
     yield field
     yield from _nested_fields(field.field_type)
 
 
-def _dump_v3_json(self: TableMetadataV3, exclude_none: bool = True, exclude=None, by_alias: bool = True, **kw) -> str:
+def _dump_v3_json(
+    self: TableMetadataV3, exclude_none: bool = True, exclude: Any = None, by_alias: bool = True, **kw: Any
+) -> str:
     """pydantic's dump of the model, with ``next-row-id`` always present (v3 requires it)."""
     metadata = self if self.next_row_id is not None else self.model_copy(update={"next_row_id": _next_row_id(self)})
     return IcebergBaseModel.model_dump_json(

@@ -87,7 +87,7 @@ class DataManifestWriterV2(ManifestWriterV2):
     format_version: TableVersion = 2
 
     @property
-    def version(self) -> TableVersion:  # type: ignore[override]
+    def version(self) -> TableVersion:
         """The manifest's format version."""
         return self.format_version
 
