@@ -63,6 +63,16 @@ def test_row_level_operations_and_what_they_validate(sql_catalog) -> None:
     assert position_delete.required_data_file_paths == {"d.parquet"}
     equality = IngestOptions(mode="delete", key=("id",), delete_mode="equality")
     assert row_level_change(deletes, equality, set()).no_new_data_in_partitions is None
+    assert position_delete.removed_deletion_vectors == set() and position_delete.no_new_deletes_for_data_files == set()
+
+
+def test_deletion_vectors_replace_the_old_ones_and_refuse_concurrent_deletes(sql_catalog) -> None:
+    _, _, deletes = _written(sql_catalog)
+    options = IngestOptions(mode="delete", key=("id",))
+    old = {("old-dv.puffin", 4)}
+    change = row_level_change(deletes, options, {"d.parquet"}, replaced_vectors=old, deletion_vectors=True)
+    assert change.removed_deletion_vectors == old
+    assert change.no_new_deletes_for_data_files == {"d.parquet"} and change.required_data_file_paths == {"d.parquet"}
 
 
 def test_every_commit_carries_its_key_its_mode_and_a_schema_change(sql_catalog) -> None:

@@ -16,6 +16,7 @@ from spark_jobs.engine.shared.errors import UserInputError
         (IngestOptions(mode="delete"), "--mode delete needs --key"),
         (IngestOptions(mode="append", overwrite_filter="id > 1"), "--overwrite-filter applies to --mode overwrite"),
         (IngestOptions(partition_by="day(ts)"), "--partition-by and --sort-by apply to a table made by"),
+        (IngestOptions(create_if_missing=True, format_version=1), "--format-version must be 2 or 3, got 1"),
     ],
 )
 def test_options_that_cannot_work_are_refused(options: IngestOptions, message: str) -> None:
