@@ -82,11 +82,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         format_version=args.format_version,
     )
     check_options(options)
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    storage_properties = dict(load_catalog(args.catalog).properties)
     spark = spark_session(f"iceberg-ingest {args.table}")
     engine_on_executors(spark)
     log.info("source: %s (%s) ...", args.source, args.source_format)
     started = time.perf_counter()
-    source = read_source(spark, args.source, args.source_format, args.sql)
+    source = read_source(spark, args.source, args.source_format, args.sql, storage_properties)
     read_seconds = time.perf_counter() - started
     log.info("source done in %.1f s", read_seconds)
     try:
@@ -97,15 +100,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
-def read_source(spark: Any, uri: str, source_format: str, sql: str | None) -> Any:
-    """The source rows as a DataFrame (a missing path or a bad query is a usage error)."""
+def read_source(
+    spark: Any, uri: str, source_format: str, sql: str | None, storage_properties: dict[str, str] | None = None
+) -> Any:
+    """The source rows as a DataFrame (a missing path or a bad query is a usage error).
+
+    Object-store URIs are read through pyarrow with ``storage_properties`` (the catalog's) unless Spark's JVM has a
+    Hadoop file system for them (``spark_jobs.spark.files``).
+    """
     from pyspark.errors import AnalysisException
 
+    from spark_jobs.spark.files import read_source as read_files
+
+    options = {"header": "true", "inferSchema": "true"} if source_format == "csv" else {}
     try:
-        reader = spark.read.format(source_format)
-        if source_format == "csv":
-            reader = reader.option("header", "true").option("inferSchema", "true")
-        frame = reader.load(uri)
+        frame = read_files(spark, uri, source_format, storage_properties or {}, options)
         if sql:
             check_query_over_source(spark, sql)
             frame.createOrReplaceTempView(SOURCE_VIEW)

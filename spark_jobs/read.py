@@ -217,6 +217,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the read job; returns the result the last stdout line carries."""
     from spark_jobs.engine.read.session import open_read_session
     from spark_jobs.engine.table.catalog import load_catalog, load_table, refuse_output_over_tables
+    from spark_jobs.spark.files import hadoop_uri, write_output
     from spark_jobs.spark.scan import dataframe_from_session, read_parallelism
 
     args = build_parser().parse_args(argv)
@@ -256,7 +257,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     session = plan()
     refuse_output_over_tables(catalog, table, args.output)
-    _check_output_free(args.output, args.mode)
+    _check_output_free(args.output, args.mode, session.context.io_properties)
     spark = spark_session(f"iceberg-read {session.table_name}")
     engine_on_executors(spark)
     parallelism = read_parallelism(spark)
@@ -266,8 +267,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     log.info("read and write to %s (%s) ...", args.output, args.output_format)
     started = time.perf_counter()
     frame, executor_counters = dataframe_from_session(spark, session)
-    options = {"header": "true"} if args.output_format == "csv" else {}
-    _write_output(frame, args.output, output_format=args.output_format, mode=args.mode, options=options)
+    spark_output = hadoop_uri(spark, args.output)
+    if spark_output is not None:  # a file system Spark's JVM has (local, HDFS, S3A on a cluster that has it)
+        options = {"header": "true"} if args.output_format == "csv" else {}
+        _write_output(frame, spark_output, output_format=args.output_format, mode=args.mode, options=options)
+    else:  # an object store without a JVM connector: pyarrow on the executors (spark/files.py)
+        write_output(frame, args.output, args.output_format, args.mode, session.context.io_properties)
     phases["read_and_write"] = time.perf_counter() - started
     log.info("read and write done in %.1f s", phases["read_and_write"])
     counters = session.metrics.as_dict()
@@ -314,19 +319,49 @@ def _count_job(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _check_output_free(output: str, mode: str) -> None:
+def _check_output_free(output: str, mode: str, storage_properties: dict[str, str]) -> None:
     """Refuse, before any work, a local output under a regular file, or one that exists with mode error.
 
-    Remote outputs are checked by ``write_output`` through Spark's file system.
+    An object-store output is looked at with the catalog's storage properties; when that fails (the cluster may
+    reach it with other credentials), the writer's own check decides. Other remote outputs are checked by the writer.
     """
     local = output.removeprefix("file://") if output.startswith("file://") else output
     if "://" in local:
+        if mode == "error":
+            _check_object_store_output_free(output, storage_properties)
         return
     path = Path(local).absolute()
     for ancestor in path.parents:
         if ancestor.is_file():
             raise UsageError(f"--output {output} is under {ancestor}, which is a regular file, not a directory")
     if mode == "error" and path.exists():
+        raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
+    from spark_jobs.engine.shared.storage import file_system, is_object_store
+    from spark_jobs.spark.files import existing_files
+
+    if is_object_store(output):
+        try:
+            filesystem, path = file_system(output, storage_properties)
+            found = existing_files(filesystem, path.rstrip("/"))
+        except OSError:
+            return
+        if found:
+            raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
+
+
+def _check_object_store_output_free(output: str, storage_properties: dict[str, str]) -> None:
+    """Refuse an existing object-store output, listed with the catalog's storage properties."""
+    from spark_jobs.engine.shared.storage import file_system, is_object_store
+    from spark_jobs.spark.files import existing_files
+
+    if not is_object_store(output):
+        return
+    try:
+        filesystem, path = file_system(output, storage_properties)
+        found = existing_files(filesystem, path.rstrip("/"))
+    except OSError:
+        return
+    if found:
         raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
 
 

@@ -29,6 +29,7 @@ from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.read.task_scan import read_tasks_to_table
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.table.catalog import load_catalog, load_table
 from spark_jobs.engine.table.properties import NAME_MAPPING_PROPERTY
 from spark_jobs.engine.table.snapshots import resolve_read_target
@@ -174,7 +175,7 @@ def build_scan_context(
         output_field_ids=tuple(f.field_id for f in output_fields),
         row_filter=row_filter,
         case_sensitive=case_sensitive,
-        io_properties=dict(table.io.properties),
+        io_properties=file_io_properties(table.io.properties),
         table_location=table.metadata.location,
         name_mapping_json=table.metadata.properties.get(NAME_MAPPING_PROPERTY),
         batch_size=batch_size,

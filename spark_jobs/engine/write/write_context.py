@@ -26,6 +26,7 @@ from pyiceberg.table.locations import LocationProvider, load_location_provider
 from pyiceberg.table.sorting import SortOrder
 from pyiceberg.typedef import Record
 
+from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.write.arrow_schema import conform_to_schema
 from spark_jobs.engine.write.delete_files import write_equality_deletes, write_position_deletes
 from spark_jobs.engine.write.parquet_files import FileTarget, RollingParquetWriter, write_files
@@ -59,7 +60,7 @@ class WriteContext:
             sort_order_id=sort_order.order_id,
             properties=dict(table.properties),
             table_location=table.metadata.location,
-            io_properties=dict(table.io.properties),
+            io_properties=file_io_properties(table.io.properties),
         )
 
     @cached_property

@@ -23,7 +23,7 @@ def test_only_the_writes_unkept_files_are_deleted(sql_catalog) -> None:
     lost_attempt = write_data(rows, job, "s0-t0-a0")
     kept_attempt = write_data(rows, job, "s0-t0-a1")
     other = write_data(rows, other_job, "s0-t0-a0")
-    assert set(files_of_write(job.table_location, job.write_id)) == {
+    assert set(files_of_write(job.table_location, job.write_id, table.io)) == {
         f["file_path"] for f in lost_attempt + kept_attempt
     }
 
