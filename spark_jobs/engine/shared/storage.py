@@ -97,6 +97,9 @@ def list_files(uri: str, properties: Mapping[str, str]) -> list[SourceFile]:
         if info.type == fs.FileType.File:
             return [SourceFile(uri, path, info.size or 0)]
         if info.type == fs.FileType.NotFound:
+            bucket = path.split("/", 1)[0]
+            if is_object_store(uri) and filesystem.get_file_info(bucket).type == fs.FileType.NotFound:
+                raise storage_error(OSError("AWS Error NO_SUCH_BUCKET"), uri, properties)
             raise StorageAccessError(f"{uri} does not exist")
         return _visible_files(filesystem, path, prefix)
     except OSError as error:
