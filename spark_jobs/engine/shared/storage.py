@@ -6,7 +6,9 @@
 2. ``list_files(uri, properties)``: the files a source URI names: the file itself, or every file under a directory
    (recursively, hidden ``_``/``.`` names skipped as Spark and Hadoop do), or those matching a glob pattern.
 3. ``file_io_properties(properties)``: the properties a FileIO needs, to ship to executors: string values only, without
-   the catalog's own credentials and auth objects (a REST catalog's ``auth.manager`` holds an HTTP session).
+   the catalog's own credentials and auth objects (a REST catalog's ``auth.manager`` holds an HTTP session), and
+   with ``PatientS3RetryStrategy`` unless the catalog names a retry strategy: AWS's standard retry rules (throttling
+   such as HTTP 503 SlowDown, server errors, connection resets; exponential backoff with jitter) with more attempts.
 4. ``storage_error(error, uri, properties)``: a pyarrow/AWS error turned into ``StorageAccessError`` (bad input,
    exit code 2: access denied, wrong keys, missing bucket) or ``StorageUnavailableError`` (retryable: endpoint
    unreachable, throttled, server error), one line naming the URI, bucket and endpoint and what failed. Secrets are
@@ -59,17 +61,31 @@ class SourceFile:
     size: int
 
 
+RETRY_STRATEGY_PROPERTY = "s3.retry-strategy-impl"
+RETRY_ATTEMPTS = 6
+
+
+class PatientS3RetryStrategy(fs.AwsStandardS3RetryStrategy):
+    """AWS's standard retry strategy with ``RETRY_ATTEMPTS`` attempts (pyarrow's default is 3)."""
+
+    def __init__(self) -> None:
+        super().__init__(max_attempts=RETRY_ATTEMPTS)
+
+
+RETRY_STRATEGY_IMPL = f"{__name__}.PatientS3RetryStrategy"
 # Catalog properties no FileIO reads: the catalog's own OAuth2 credential and token, and its auth objects.
 _CATALOG_ONLY_KEYS = frozenset({"credential", "token"})
 
 
 def file_io_properties(properties: Mapping[str, object]) -> dict[str, str]:
     """The string-valued FileIO properties of a table's ``io.properties`` (catalog credentials and objects left out)."""
-    return {
+    kept = {
         key: value
         for key, value in properties.items()
         if isinstance(value, str) and key not in _CATALOG_ONLY_KEYS and not key.startswith("auth.")
     }
+    kept.setdefault(RETRY_STRATEGY_PROPERTY, RETRY_STRATEGY_IMPL)
+    return kept
 
 
 def is_object_store(uri: str) -> bool:
@@ -81,7 +97,7 @@ def file_system(uri: str, properties: Mapping[str, str]) -> tuple[fs.FileSystem,
     """The pyarrow file system for ``uri`` (configured from the catalog ``properties``) and the path in it."""
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
-    io = PyArrowFileIO(dict(properties))
+    io = PyArrowFileIO(file_io_properties(properties))
     scheme, netloc, path = PyArrowFileIO.parse_location(uri, dict(properties))
     return io.fs_by_scheme(scheme, netloc), path
 

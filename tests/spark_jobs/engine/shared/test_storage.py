@@ -83,4 +83,8 @@ def test_file_io_properties_keep_storage_settings_only() -> None:
         "auth.manager": object(),
         "warehouse": "s3://w/",
     }
-    assert file_io_properties(properties) == {"s3.endpoint": "http://e", "warehouse": "s3://w/"}
+    assert file_io_properties(properties) == {
+        "s3.endpoint": "http://e",
+        "warehouse": "s3://w/",
+        "s3.retry-strategy-impl": "spark_jobs.engine.shared.storage.PatientS3RetryStrategy",
+    }

@@ -1,0 +1,123 @@
+"""A counting HTTP proxy in front of an S3 endpoint: how many requests a reader sends, and how many bytes it gets.
+
+Any S3 client pointed at the proxy's URL (path-style) reaches the real server unchanged: the request line, headers
+(``Host`` included, so SigV4 signatures still verify) and body are forwarded as they are, and the response is
+streamed back. Per request the proxy records the method, the object key, the ``Range`` header and the response body
+size. Engine-agnostic: it counts our reader, pyiceberg and DuckDB the same way.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlparse
+
+from tests.support.services import LOOPBACK
+
+_HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
+_CHUNK = 256 * 1024
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the proxy forwarded."""
+
+    method: str
+    path: str
+    range: str | None
+    status: int
+    body_bytes: int
+
+
+@dataclass
+class RequestLog:
+    """Requests seen since the last ``reset``; thread-safe."""
+
+    requests: list[Request] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, request: Request) -> None:
+        with self.lock:
+            self.requests.append(request)
+
+    def reset(self) -> list[Request]:
+        """Return the requests logged so far and start a new log."""
+        with self.lock:
+            taken, self.requests = self.requests, []
+        return taken
+
+
+def summarize(requests: list[Request], *, key_contains: str = "") -> dict[str, int]:
+    """Requests and response bytes in total and by method, for keys containing ``key_contains``."""
+    chosen = [r for r in requests if key_contains in r.path]
+    summary = {"requests": len(chosen), "bytes": sum(r.body_bytes for r in chosen)}
+    for request in chosen:
+        summary[request.method] = summary.get(request.method, 0) + 1
+    summary["files"] = len({r.path.split("?", 1)[0] for r in chosen if r.method == "GET"})
+    return summary
+
+
+class CountingProxy:
+    """A proxy on 127.0.0.1 (a free port) forwarding to ``upstream``; ``url`` is its endpoint, ``log`` its counts."""
+
+    def __init__(self, upstream: str) -> None:
+        target = urlparse(upstream)
+        self.log = RequestLog()
+        log = self.log
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                upstream_connection = getattr(self, "_upstream", None)
+                if upstream_connection is None:
+                    upstream_connection = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
+                    self._upstream = upstream_connection
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+                upstream_connection.request(self.command, self.path, body=body, headers=headers)
+                response = upstream_connection.getresponse()
+                self.send_response_only(response.status, response.reason)
+                buffered = None
+                if self.command != "HEAD" and response.getheader("Content-Length") is None:
+                    buffered = response.read()  # a chunked reply: send it with its length
+                for key, value in response.getheaders():
+                    if key.lower() not in _HOP_BY_HOP:
+                        self.send_header(key, value)
+                if buffered is not None:
+                    self.send_header("Content-Length", str(len(buffered)))
+                self.end_headers()
+                sent = 0
+                if buffered is not None:
+                    self.wfile.write(buffered)
+                    sent = len(buffered)
+                elif self.command != "HEAD":
+                    while chunk := response.read(_CHUNK):
+                        self.wfile.write(chunk)
+                        sent += len(chunk)
+                else:
+                    response.read()
+                log.add(Request(self.command, self.path, self.headers.get("Range"), response.status, sent))
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward  # noqa: N815 - http.server names them so
+
+        self._server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="s3-counting-proxy", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        """The proxy's endpoint URL."""
+        return f"http://{LOOPBACK}:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
