@@ -3,7 +3,8 @@
 Any S3 client pointed at the proxy's URL (path-style) reaches the real server unchanged: the request line, headers
 (``Host`` included, so SigV4 signatures still verify) and body are forwarded as they are, and the response is
 streamed back. Per request the proxy records the method, the object key, the ``Range`` header and the response body
-size. Engine-agnostic: it counts our reader, pyiceberg and DuckDB the same way.
+size. Engine-agnostic: it counts our reader, pyiceberg and DuckDB the same way. ``fail_next`` makes the next GETs of
+matching keys answer HTTP 503 SlowDown, as S3 does when throttling, to prove that readers retry.
 """
 
 from __future__ import annotations
@@ -31,12 +32,28 @@ class Request:
     body_bytes: int
 
 
+_SLOW_DOWN = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+    b"<Message>Please reduce your request rate.</Message></Error>"
+)
+
+
 @dataclass
 class RequestLog:
-    """Requests seen since the last ``reset``; thread-safe."""
+    """Requests seen since the last ``reset``; thread-safe. Also holds the pending injected failures."""
 
     requests: list[Request] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    failures_left: int = 0
+    failure_key: str = ""
+
+    def take_failure(self, method: str, path: str) -> bool:
+        """Whether this request is to be answered with 503 SlowDown (one pending failure used up if so)."""
+        with self.lock:
+            if method == "GET" and self.failures_left > 0 and self.failure_key in path:
+                self.failures_left -= 1
+                return True
+            return False
 
     def add(self, request: Request) -> None:
         with self.lock:
@@ -76,6 +93,14 @@ class CountingProxy:
             def _forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else None
+                if log.take_failure(self.command, self.path):
+                    self.send_response_only(503, "Slow Down")
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(_SLOW_DOWN)))
+                    self.end_headers()
+                    self.wfile.write(_SLOW_DOWN)
+                    log.add(Request(self.command, self.path, self.headers.get("Range"), 503, 0))
+                    return
                 upstream_connection = getattr(self, "_upstream", None)
                 if upstream_connection is None:
                     upstream_connection = http.client.HTTPConnection(target.hostname, target.port, timeout=120)
@@ -111,6 +136,11 @@ class CountingProxy:
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="s3-counting-proxy", daemon=True)
         self._thread.start()
+
+    def fail_next(self, count: int, key_contains: str = "") -> None:
+        """Answer the next ``count`` GETs of keys containing ``key_contains`` with HTTP 503 SlowDown."""
+        with self.log.lock:
+            self.log.failures_left, self.log.failure_key = count, key_contains
 
     @property
     def url(self) -> str:

@@ -8,7 +8,10 @@ round trip per read, so the footer is fetched once and reused:
    ``PAR1`` magic and the 4-byte little-endian footer length before it.
 3. When the footer is longer than what was read, read only the missing head of it.
 4. Parse the Thrift ``FileMetaData`` with pyarrow (from the tail buffer alone) and keep the raw footer bytes, which
-   the page index stage decodes for the offsets pyarrow does not expose.
+   the page index stage decodes for the offsets pyarrow does not expose, and the whole tail that was read: bloom
+   filters and page indexes are written just before the footer, so on an object store their reads are often
+   served from it (``TailedStream``) instead of costing a request each. ``extend_tail`` reads the rest of such an
+   index region in one request when it begins before the tail.
 5. Insert into the cache, evicting least recently used entries while over the entry or byte budget.
 """
 
@@ -41,11 +44,13 @@ class ParquetFooter:
     footer_bytes: bytes  # the Thrift-encoded FileMetaData, without length and magic
     # Values derived lazily from the footer (page index locations, file schema), cached with it.
     derived: dict[Hashable, Any] = field(default_factory=dict)
+    # The file's last bytes as read from storage: (offset of the first one, the bytes up to the end of the file).
+    tail: tuple[int, bytes] = (0, b"")
 
     @property
     def size_in_bytes(self) -> int:
-        """Bytes this footer costs the cache (raw bytes; the parsed form is of the same order)."""
-        return len(self.footer_bytes) * 2
+        """Bytes this footer costs the cache (raw bytes; the parsed form is of the same order; the tail kept)."""
+        return len(self.footer_bytes) * 2 + len(self.tail[1])
 
 
 class FooterCache:
@@ -117,6 +122,7 @@ def read_footer(
     except (OSError, pa.ArrowException) as error:
         raise CorruptFileError(f"{path}: cannot parse the Parquet footer: {error}") from error
     footer = ParquetFooter(path, file_size, metadata, footer_with_trailer[:-TRAILER_SIZE])
+    footer.tail = (file_size - len(tail), tail)
     return footer, bytes_read
 
 
@@ -135,6 +141,53 @@ def cached_footer(
     footer, bytes_read = read_footer(stream, path, file_size, metadata_size_hint)
     cache.put(footer)
     return footer, False, bytes_read
+
+
+def extend_tail(stream: InputStream, footer: ParquetFooter, start: int) -> int:
+    """Read ``[start, tail start)`` in one request and keep it in the footer's tail; returns the bytes read."""
+    tail_start, tail = footer.tail
+    if start >= tail_start:
+        return 0
+    head = _read_range(stream, start, tail_start - start, footer.path)
+    footer.tail = (start, head + tail)  # one assignment: readers on other threads see the old or the new tail
+    return len(head)
+
+
+class TailedStream:
+    """``seek``/``read`` over a file whose last bytes are in a footer's tail: reads inside it make no request.
+
+    ``bytes_from_tail`` counts what was served from memory, so callers can count storage bytes exactly.
+    """
+
+    def __init__(self, stream: InputStream, footer: ParquetFooter) -> None:
+        self._stream = stream
+        self._footer = footer
+        self._position = 0
+        self.bytes_from_tail = 0
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        """Move to ``offset`` (only absolute positions are used by the index readers)."""
+        if whence != 0:
+            raise ValueError("TailedStream supports absolute seeks only")
+        self._position = offset
+        return offset
+
+    def tell(self) -> int:
+        """The current position."""
+        return self._position
+
+    def read(self, size: int = -1) -> bytes:
+        """``size`` bytes from the current position, from the tail when it holds them all."""
+        tail_start, tail = self._footer.tail
+        end = self._footer.file_size if size < 0 else self._position + size
+        if tail_start <= self._position and end <= tail_start + len(tail):
+            data = tail[self._position - tail_start : end - tail_start]
+            self.bytes_from_tail += len(data)
+        else:
+            self._stream.seek(self._position)
+            data = self._stream.read(size) if size >= 0 else self._stream.read()
+        self._position += len(data)
+        return bytes(data)
 
 
 def open_input(io: FileIO, path: str) -> InputStream:

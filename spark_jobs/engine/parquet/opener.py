@@ -40,14 +40,20 @@ from pyiceberg.schema import Schema
 from spark_jobs.engine.parquet.access_plan import AccessPlan
 from spark_jobs.engine.parquet.bloom_filter import prune_by_bloom_filters
 from spark_jobs.engine.parquet.file_columns import LeafColumn, file_leaf_columns
-from spark_jobs.engine.parquet.footer_cache import ParquetFooter, cached_footer, open_input
+from spark_jobs.engine.parquet.footer_cache import (
+    ParquetFooter,
+    TailedStream,
+    cached_footer,
+    extend_tail,
+    open_input,
+)
 from spark_jobs.engine.parquet.name_mapping import (
     apply_name_mapping,
     has_field_ids,
     mapped_fields_only,
     parse_name_mapping,
 )
-from spark_jobs.engine.parquet.page_index import prune_by_page_index
+from spark_jobs.engine.parquet.page_index import page_index_locations, prune_by_page_index
 from spark_jobs.engine.parquet.predicates import (
     Constant,
     FilterNode,
@@ -72,6 +78,10 @@ from spark_jobs.engine.shared.row_predicate import PredicateKind, RowPredicate
 # Consecutive row groups without filter conjuncts are decoded by one call, up to this many compressed bytes of the
 # columns they need (one row group always): fewer, larger decoding calls, and bounded memory per call.
 RUN_MAX_COMPRESSED_BYTES = 8 * 1024 * 1024
+# On an object store, the bloom filters and page indexes of the filter's columns (written between the last data
+# page and the footer) are read in one request when they begin at most this far before the footer's tail: a
+# request costs about as much time as transferring this many bytes.
+INDEX_PREFETCH_MAX_BYTES = 1024 * 1024
 
 
 def read_data_file(
@@ -105,9 +115,18 @@ def read_data_file(
         _prune_by_range(plan, metadata, data_file, metrics)
         if not (isinstance(filter_node, Constant) and filter_node.value):
             resolver.top_level_ids(referenced_field_ids(filter_node))  # rejects fields inside lists or maps
+            index_stream = TailedStream(stream, footer)
+            if not _is_local(data_file.path):
+                metrics.bytes_read += _prefetch_index_region(stream, footer, filter_node, field_statistics, plan)
             _prune_by_metadata(
-                plan, filter_node, footer=footer, field_statistics=field_statistics, stream=stream, metrics=metrics
+                plan,
+                filter_node,
+                footer=footer,
+                field_statistics=field_statistics,
+                stream=index_stream,  # type: ignore[arg-type]
+                metrics=metrics,
             )
+            metrics.bytes_read -= index_stream.bytes_from_tail  # the stages count what they read; these were free
         if deleted_positions.count:
             _select_undeleted_rows(plan, deleted_positions, metrics)
 
@@ -244,6 +263,38 @@ def _prune_by_metadata(
         metrics=metrics,
     )
     prune_by_page_index(plan, filter_node, footer=footer, leaf_of_field=leaf_of_field, stream=stream, metrics=metrics)
+
+
+def _prefetch_index_region(
+    stream: InputStream,
+    footer: ParquetFooter,
+    filter_node: FilterNode,
+    field_statistics: FieldStatistics,
+    plan: AccessPlan,
+) -> int:
+    """Read the index structures of the filter's columns in the scanned row groups in one request, when they lie
+    close enough before the footer's tail; returns the bytes read (0 when nothing needed reading).
+    """
+    leaves = [field_statistics.leaf_of_field(field_id) for field_id in referenced_field_ids(filter_node)]
+    leaf_indexes = {leaf.index for leaf in leaves if leaf is not None}
+    if not leaf_indexes:
+        return 0
+    metadata = footer.metadata
+    locations = page_index_locations(footer)
+    starts = []
+    for row_group in plan.scanned_row_groups():
+        for leaf_index in leaf_indexes:
+            bloom_offset = metadata.row_group(row_group).column(leaf_index).bloom_filter_offset
+            if bloom_offset:
+                starts.append(bloom_offset)
+            location = locations[row_group][leaf_index] if row_group < len(locations) else None
+            if location is not None and location.is_complete:
+                starts += [location.column_index_offset, location.offset_index_offset]
+    tail_start = footer.tail[0]
+    start = min(starts, default=tail_start)
+    if start >= tail_start or tail_start - start > INDEX_PREFETCH_MAX_BYTES:
+        return 0
+    return extend_tail(stream, footer, start)
 
 
 def _select_undeleted_rows(plan: AccessPlan, deleted_positions: DeletedPositions, metrics: ScanMetrics) -> None:

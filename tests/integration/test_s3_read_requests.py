@@ -1,0 +1,133 @@
+"""What a read costs on a real object store (SeaweedFS behind a counting proxy): requests and bytes per data file.
+
+The table: three files sorted on ``k`` with several row groups each, a page index, and a bloom filter on ``id`` (a
+random permutation, so only the bloom filter can prune a point lookup). The reader must read each footer with one
+ranged request, the bloom filters and page indexes as ranges (never a whole file for metadata), and retry a
+throttled request (HTTP 503 SlowDown) instead of failing the scan.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tests.support.object_store import SeaweedFS, catalog_env
+from tests.support.s3_counting_proxy import CountingProxy, Request, summarize
+
+pytestmark = pytest.mark.s3
+
+CATALOG = "s3requests"
+TABLE = "requests.events"
+FILES, ROWS_PER_FILE, ROW_GROUP_ROWS = 3, 30_000, 6_000
+
+
+@pytest.fixture(scope="module")
+def proxied_table(seaweedfs: SeaweedFS, tmp_path_factory) -> tuple[CountingProxy, dict[str, int], int]:
+    """The table, committed straight to S3; the catalog ``s3requests`` reads it through the proxy."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import DoubleType, LongType, NestedField
+
+    work = tmp_path_factory.mktemp("s3requests")
+    rng = np.random.default_rng(5)
+    total = FILES * ROWS_PER_FILE
+    ids = rng.permutation(total).astype(np.int64)
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+            pa.field("k", pa.int64(), metadata={b"PARQUET:field_id": b"2"}),
+            pa.field("price", pa.float64(), metadata={b"PARQUET:field_id": b"3"}),
+        ]
+    )
+    filesystem = seaweedfs.filesystem()
+    sizes, uris = {}, []
+    for index in range(FILES):
+        rows = slice(index * ROWS_PER_FILE, (index + 1) * ROWS_PER_FILE)
+        data = pa.table(
+            [pa.array(ids[rows]), pa.array(np.arange(total)[rows]), pa.array(rng.random(ROWS_PER_FILE))],
+            schema=schema,
+        )
+        local = work / f"data-{index}.parquet"
+        pq.write_table(
+            data,
+            local,
+            row_group_size=ROW_GROUP_ROWS,
+            write_page_index=True,
+            bloom_filter_options={"id": {"ndv": ROW_GROUP_ROWS, "fpp": 0.01}},
+        )
+        key = f"warehouse/s3requests/files/{local.name}"
+        with filesystem.open_output_stream(key) as stream:
+            stream.write(local.read_bytes())
+        sizes[key] = local.stat().st_size
+        uris.append(f"s3://{key}")
+    properties = seaweedfs.sql_catalog_properties(f"sqlite:///{work}/catalog.db", "s3://warehouse/s3requests/wh")
+    catalog = load_catalog(CATALOG, **properties)
+    catalog.create_namespace("requests")
+    iceberg_schema = Schema(
+        NestedField(1, "id", LongType()), NestedField(2, "k", LongType()), NestedField(3, "price", DoubleType())
+    )
+    table = catalog.create_table(TABLE, schema=iceberg_schema)
+    with table.transaction() as transaction, transaction.update_snapshot().fast_append() as append:
+        for uri in uris:
+            append.append_data_file(parquet_file_to_data_file(table.io, table.metadata, uri))
+    proxy = CountingProxy(seaweedfs.s3_endpoint)
+    os.environ.update(catalog_env(CATALOG, {**properties, "s3.endpoint": proxy.url}))
+    yield proxy, sizes, int(ids[ROWS_PER_FILE + 17])
+    proxy.stop()
+
+
+def _cold_read(proxy: CountingProxy, row_filter: str | None) -> tuple[pa.Table, list[Request]]:
+    from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
+    from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.engine.table.manifest_cache import manifest_cache
+
+    FOOTER_CACHE.clear()
+    manifest_cache().clear()
+    proxy.log.reset()
+    result = open_read_session(CATALOG, TABLE, columns=["id", "price"], row_filter=row_filter).to_arrow()
+    return result, [r for r in proxy.log.reset() if "/files/" in r.path]
+
+
+def _range_length(request: Request) -> int:
+    assert request.range and request.range.startswith("bytes="), f"a GET without a range: {request}"
+    first, last = request.range.removeprefix("bytes=").split("-")
+    return int(last) - int(first) + 1
+
+
+def test_every_data_file_read_is_a_range_and_each_footer_one_request(proxied_table) -> None:
+    proxy, sizes, _ = proxied_table
+    result, requests = _cold_read(proxy, None)
+    assert result.num_rows == FILES * ROWS_PER_FILE
+    for key, size in sizes.items():
+        gets = [r for r in requests if r.method == "GET" and r.path.endswith(key)]
+        assert gets, key
+        assert all(_range_length(r) < size for r in gets), "no GET fetches a whole file"
+        footer_reads = [r for r in gets if r.range.endswith(f"-{size - 1}")]
+        assert len(footer_reads) == 1, f"{key}: footer read as {[r.range for r in footer_reads]}"
+
+
+def test_a_point_lookup_costs_at_most_three_requests_per_file_and_a_few_percent_of_the_bytes(proxied_table) -> None:
+    proxy, sizes, point_id = proxied_table
+    _, full_requests = _cold_read(proxy, None)
+    result, requests = _cold_read(proxy, f"id = {point_id}")
+    assert result.column("id").to_pylist() == [point_id]
+    point, scan = summarize(requests), summarize(full_requests)
+    # Per file: its size (HEAD), the footer with what precedes it in one GET, the other index ranges in at most one
+    # more; the file holding the id adds the GET of its one surviving row group.
+    assert point["requests"] <= 3 * len(sizes) + 1, requests
+    assert point["bytes"] <= 0.25 * scan["bytes"], (point, scan)
+    for key in sizes:
+        assert len([r for r in requests if r.path.endswith(key) and r.method == "HEAD"]) <= 1
+
+
+def test_a_throttled_request_is_retried(proxied_table) -> None:
+    proxy, _, point_id = proxied_table
+    proxy.fail_next(2, key_contains="/files/")
+    result, requests = _cold_read(proxy, f"id = {point_id}")
+    assert result.column("id").to_pylist() == [point_id]
+    assert [r.status for r in requests].count(503) == 2
