@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.storage import storage_failure
 from spark_jobs.job_contract import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, error_line
 from spark_jobs.job_log import SPARK_START_PHASE, log_summary
 
@@ -90,6 +91,11 @@ def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
         if reason is not None:
             print(error_line(reason), file=sys.stderr, flush=True)
             return EXIT_USAGE
+        storage = storage_failure(str(error))
+        if storage is not None:  # e.g. wrong keys seen first by an executor: one line naming the object
+            traceback.print_exc(file=sys.stderr)
+            print(error_line(f"{name} job failed: {_one_line(storage)}"), file=sys.stderr, flush=True)
+            return EXIT_USAGE if isinstance(storage, UserInputError) else EXIT_FAILURE
         traceback.print_exc(file=sys.stderr)
         print(error_line(f"{name} job failed: {_one_line(error)}"), file=sys.stderr, flush=True)
         return EXIT_FAILURE

@@ -9,7 +9,9 @@
    the catalog's own credentials and auth objects (a REST catalog's ``auth.manager`` holds an HTTP session), and
    with ``PatientS3RetryStrategy`` unless the catalog names a retry strategy: AWS's standard retry rules (throttling
    such as HTTP 503 SlowDown, server errors, connection resets; exponential backoff with jitter) with more attempts.
-4. ``storage_error(error, uri, properties)``: a pyarrow/AWS error turned into ``StorageAccessError`` (bad input,
+4. ``storage_failure(message)``: the same judgement on a failure's text alone (an error raised on an executor reaches
+   the driver as text inside Spark's exception): the object's ``s3://bucket/key`` taken from pyarrow's wording.
+5. ``storage_error(error, uri, properties)``: a pyarrow/AWS error turned into ``StorageAccessError`` (bad input,
    exit code 2: access denied, wrong keys, missing bucket) or ``StorageUnavailableError`` (retryable: endpoint
    unreachable, throttled, server error), one line naming the URI, bucket and endpoint and what failed. Secrets are
    never part of it: the message is built from the URI, the endpoint and the error class, not from the properties.
@@ -173,6 +175,19 @@ def storage_error(error: BaseException, uri: str, properties: Mapping[str, str])
     if any(name in message for name in _UNAVAILABLE):
         return StorageUnavailableError(f"{where}: the object store is unavailable ({_aws_error_name(message)})")
     return StorageUnavailableError(f"{where}: {type(error).__name__}: {_aws_error_name(message)}")
+
+
+_KEY_IN_BUCKET = re.compile(r"key '(?P<key>[^']*)' in bucket '(?P<bucket>[^']*)'")
+
+
+def storage_failure(message: str, properties: Mapping[str, object] | None = None) -> EngineError | None:
+    """A storage error described by ``message`` (e.g. a Spark task's failure), or None when it is not one."""
+    match = _KEY_IN_BUCKET.search(message)
+    if match is None or "AWS Error" not in message:
+        return None
+    uri = f"s3://{match.group('bucket')}/{match.group('key')}"
+    endpoint = (properties or {}).get("s3.endpoint") or "the configured endpoint"
+    return storage_error(OSError(message), uri, {"s3.endpoint": str(endpoint)})
 
 
 def _aws_error_name(message: str) -> str:

@@ -3,11 +3,18 @@
 Catalog settings come only from pyiceberg's configuration (``PYICEBERG_CATALOG__<NAME>__<KEY>`` environment variables
 or ``.pyiceberg.yaml``), never from a command line, so secrets stay out of process listings and job logs. The
 configuration is read afresh on every call, so a variable set after import is seen.
+
+A catalog that cannot be reached or refuses the credentials fails with one line naming the catalog, its URI (without
+a password) and what failed, never a secret: refused credentials, an unknown database and a missing warehouse are
+bad input (``CatalogAccessError``, exit code 2); an unreachable or failing server is retryable
+(``CatalogUnavailableError``). A table whose metadata cannot be read from storage fails the same way
+(``shared.storage``).
 """
 
 from __future__ import annotations
 
 import logging
+import urllib.parse
 from typing import Any
 
 import pyiceberg.catalog
@@ -16,11 +23,23 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.table import Table
 from pyiceberg.utils.config import Config
 
-from spark_jobs.engine.shared.errors import TableNotFoundError, UnsupportedFeatureError, UserInputError
+from spark_jobs.engine.shared.errors import EngineError, TableNotFoundError, UnsupportedFeatureError, UserInputError
+from spark_jobs.engine.shared.storage import storage_failure
 
 log = logging.getLogger(__name__)
 # How many names an error message lists before it says "and N more".
 _NAMES_SHOWN = 20
+# Words of a SQL database's refusal that mean the configuration is wrong, not that the server is down.
+_SQL_BAD_INPUT = ("password authentication failed", "does not exist", "no password supplied", "role ")
+_SECRET_KEY_WORDS = ("secret", "password", "credential", "token", "key-id")
+
+
+class CatalogAccessError(UserInputError):
+    """The catalog refused the configured credentials, or names a database or warehouse that does not exist."""
+
+
+class CatalogUnavailableError(EngineError):
+    """The catalog's server could not be reached or failed; a retry later may succeed."""
 
 
 def load_catalog(name: str) -> Catalog:
@@ -38,6 +57,53 @@ def load_catalog(name: str) -> Catalog:
         return pyiceberg.catalog.load_catalog(name, **properties)  # type: ignore[arg-type]
     except ValueError as error:
         raise UserInputError(f"catalog {name!r} cannot be loaded from its configuration: {error}") from error
+    except Exception as error:
+        raise catalog_error(name, properties, error) from error
+
+
+def catalog_error(name: str, properties: dict, error: Exception) -> EngineError:
+    """``error`` from connecting to catalog ``name`` as one line: which catalog, where, what failed; no secret."""
+    where = f"catalog {name!r} at {_public_uri(str(properties.get('uri', '')))}"
+    kind = type(error).__name__
+    text = _without_secrets(" ".join(str(error).split()), properties)
+    if kind in {"OAuthError", "UnauthorizedError", "ForbiddenError", "AuthorizationExpiredError"}:
+        return CatalogAccessError(f"{where}: the credentials were refused ({kind}: {text})")
+    if kind in {"NoSuchNamespaceError", "NoSuchWarehouseError"}:
+        return CatalogAccessError(f"{where}: {text}")
+    if kind in {"ConnectionError", "ConnectTimeout", "ReadTimeout", "Timeout"}:
+        return CatalogUnavailableError(f"{where} is unreachable ({kind})")
+    if kind == "OperationalError":
+        reason = text.split("(Background on this error")[0].removeprefix("(psycopg2.OperationalError) ").strip()
+        if any(word in reason for word in _SQL_BAD_INPUT):
+            return CatalogAccessError(f"{where}: the database refused the connection: {reason}")
+        return CatalogUnavailableError(f"{where} is unreachable: {reason}")
+    storage = storage_failure(str(error), properties)
+    if storage is not None:
+        return storage
+    return CatalogUnavailableError(f"{where}: {kind}: {text[:300]}")
+
+
+def _public_uri(uri: str) -> str:
+    """``uri`` without a password in its user info."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.password is None:
+        return uri
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _without_secrets(text: str, properties: dict) -> str:
+    """``text`` with the value of every secret-looking property (and URI password) masked."""
+    for key, value in properties.items():
+        if isinstance(value, str) and value and any(word in key for word in _SECRET_KEY_WORDS):
+            text = text.replace(value, "***")
+            if ":" in value and key == "credential":
+                text = text.replace(value.split(":", 1)[1], "***")
+        if isinstance(value, str) and "://" in value:
+            password = urllib.parse.urlsplit(value).password
+            if password:
+                text = text.replace(password, "***")
+    return text
 
 
 def load_table(catalog: Catalog, identifier: str) -> Table:
@@ -52,23 +118,35 @@ def load_table(catalog: Catalog, identifier: str) -> Table:
             f"table identifier {identifier!r} in catalog {catalog.name!r} has an empty name part; expected "
             "'namespace.table'"
         )
+    reason = ""
     try:
         return catalog.load_table(parts)
-    except (NoSuchTableError, NoSuchNamespaceError):
-        pass
+    except (NoSuchTableError, NoSuchNamespaceError) as error:
+        # A catalog's own explanation, when it is more than "does not exist" (e.g. its warehouse is missing).
+        text = " ".join(str(error).split())
+        if "does not exist" not in text:
+            reason = f" (the catalog says: {_without_secrets(text, catalog.properties)[:300]})"
+    except OSError as error:
+        storage = storage_failure(str(error), catalog.properties)
+        if storage is None:
+            raise
+        raise type(storage)(f"table {identifier!r} of catalog {catalog.name!r}: {storage}") from error
     namespace = parts[:-1]
     namespace_name = ".".join(namespace)
     try:
+        existing_namespaces = [".".join(ns) for ns in catalog.list_namespaces()]
+    except NoSuchNamespaceError as error:  # a REST catalog whose warehouse does not exist
+        raise catalog_error(catalog.name, catalog.properties, error) from error
+    try:
         existing_tables = [".".join(table) for table in catalog.list_tables(namespace)]
     except NoSuchNamespaceError:
-        existing_namespaces = [".".join(ns) for ns in catalog.list_namespaces()]
         raise TableNotFoundError(
             f"table {identifier!r} not found in catalog {catalog.name!r}: namespace {namespace_name!r} does not "
             f"exist; namespaces: {_names(existing_namespaces)}"
         ) from None
     raise TableNotFoundError(
-        f"table {identifier!r} not found in catalog {catalog.name!r}; tables in namespace {namespace_name!r}: "
-        f"{_names(existing_tables)}"
+        f"table {identifier!r} not found in catalog {catalog.name!r}{reason}; tables in namespace "
+        f"{namespace_name!r}: {_names(existing_tables)}"
     )
 
 
