@@ -7,7 +7,9 @@ pyiceberg and DuckDB on the same table in the same run: seconds, requests and by
    them to a table of a SQL catalog whose warehouse is in S3 (no deletes: this benchmark is about storage access).
 3. For each query and reader, one cold run (process caches of our reader emptied; fresh DuckDB connection) and
    ``--runs`` warm runs, every reader through the proxy: requests and response bytes come from the proxy, the same
-   way for all three. Answers (count, sum(price)) must agree across readers.
+   way for all three. Warm runs keep what each reader keeps between queries of one process (our footers, index
+   regions and manifests; DuckDB's metadata), but no reader keeps file data (DuckDB's external file cache is off).
+   Answers (count, sum(price)) must agree across readers.
 
     .venv/bin/python bench/s3_read_benchmark.py --rows 2000000 --runs 3
 """
@@ -125,6 +127,8 @@ def readers(metadata_location: str, proxy_url: str, properties: dict[str, str]) 
         con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
         for name in ("httpfs", "avro", "iceberg"):
             con.execute(f"LOAD '{_duckdb_extension(name)}'")
+        # Warm runs read storage again, as ours and pyiceberg's do: DuckDB's in-memory cache of file data is off.
+        con.execute("SET enable_external_file_cache = false")
         endpoint = proxy_url.removeprefix("http://")
         con.execute(
             "CREATE SECRET s3bench (TYPE s3, KEY_ID ?, SECRET ?, ENDPOINT ?, URL_STYLE 'path', USE_SSL false, "

@@ -14,32 +14,17 @@ import re
 import shlex
 import tomllib
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlparse
 
 import pytest
-import yaml
 from packaging.requirements import Requirement
 
 from airflow_iceberg_provider.settings import ENVIRONMENT_VARIABLES
+from tests.support.compose import flag, interpolate, load_compose, service_argv, service_env
 from tests.support.object_store import QUIET_FLAGS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<default>[^}]*))?\}")
-
-
-def interpolate(value: Any) -> Any:
-    """Compose's variable substitution with no variables set: ``${VAR:-default}`` -> default, ``$$`` -> ``$``."""
-    if isinstance(value, str):
-        return "$".join(_VARIABLE.sub(lambda m: m.group("default") or "", part) for part in value.split("$$"))
-    if isinstance(value, list):
-        return [interpolate(item) for item in value]
-    if isinstance(value, dict):
-        return {key: interpolate(item) for key, item in value.items()}
-    return value
-
-
-COMPOSE: dict = interpolate(yaml.safe_load((REPO_ROOT / "docker-compose.yml").read_text()))
+COMPOSE: dict = load_compose()
 PYPROJECT: dict = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
 for _extra, _requirements in PYPROJECT["project"]["optional-dependencies"].items():
     PYPROJECT["project"]["optional-dependencies"][_extra] = [Requirement(r) for r in _requirements]
@@ -55,26 +40,12 @@ CATALOG = "PYICEBERG_CATALOG__LAKEHOUSE__"
 
 def env(service: str) -> dict[str, str]:
     """The service's environment, values as strings."""
-    return {key: str(value) for key, value in (SERVICES[service].get("environment") or {}).items()}
+    return service_env(COMPOSE, service)
 
 
 def argv(service: str) -> list[str]:
-    """The service's command as an argument list (a ``sh -c`` string is split into its words)."""
-    command = SERVICES[service].get("command", [])
-    words = command if isinstance(command, list) else shlex.split(command)
-    if words[:2] == ["/bin/sh", "-c"]:
-        return shlex.split(words[2])
-    return list(words)
-
-
-def flag(words: list[str], name: str) -> str:
-    """The value of ``-name=value`` or ``--name value`` in an argument list."""
-    for index, word in enumerate(words):
-        if word.startswith(f"{name}="):
-            return word.split("=", 1)[1]
-        if word == name:
-            return words[index + 1]
-    raise AssertionError(f"{name} missing from {words}")
+    """The service's command as an argument list."""
+    return service_argv(COMPOSE, service)
 
 
 def mounts(service: str) -> dict[str, str]:

@@ -175,9 +175,25 @@ def start_seaweedfs(
     data_dir.mkdir()
     ports = {flag: free_port() for flag in PORT_FLAGS}
     access_key, secret_key = f"test{secrets.token_hex(6)}", secrets.token_urlsafe(24)
+    argv = mini_argv(data_dir, ports, buckets=buckets, table_buckets=table_buckets)
+    keys = (access_key, secret_key)
+    return launch_weed(argv, base_dir, ports, keys, buckets=buckets, table_buckets=table_buckets, timeout=timeout)
+
+
+def launch_weed(
+    argv: list[str],
+    base_dir: Path,
+    ports: dict[str, int],
+    keys: tuple[str, str],
+    *,
+    buckets: tuple[str, ...],
+    table_buckets: tuple[str, ...],
+    timeout: float = 60.0,
+) -> SeaweedFS:
+    """Run ``weed <argv>`` with the S3 ``keys`` in its environment; wait until its buckets and catalog answer."""
+    access_key, secret_key = keys
     env = {**os.environ, "AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret_key}
-    argv = [weed_binary(), *mini_argv(data_dir, ports, buckets=buckets, table_buckets=table_buckets)]
-    managed = _start("seaweedfs", argv, base_dir / "weed.log", env=env, stop_signal=signal.SIGTERM)
+    managed = _start("seaweedfs", [weed_binary(), *argv], base_dir / "weed.log", env=env, stop_signal=signal.SIGTERM)
     server = SeaweedFS(base_dir, ports, access_key, secret_key, buckets, table_buckets, managed)
     try:
         _wait_until(
