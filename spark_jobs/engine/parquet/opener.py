@@ -82,6 +82,9 @@ RUN_MAX_COMPRESSED_BYTES = 8 * 1024 * 1024
 # page and the footer) are read in one request when they begin at most this far before the footer's tail: a
 # request costs about as much time as transferring this many bytes.
 INDEX_PREFETCH_MAX_BYTES = 1024 * 1024
+# On an object store, a unit whose projected columns are at most this many compressed bytes reads them in the same
+# request as the filter's columns: a second request would cost more than the bytes late materialization may save.
+REMOTE_EAGER_MAX_BYTES = 1024 * 1024
 
 
 def read_data_file(
@@ -157,8 +160,13 @@ def read_data_file(
                 parquet_file, unit, resolver, unit_metrics, data_file.path, use_threads=native_file
             )
             predicates = predicates_by_row_group[unit[0]]
-            if not _needs_late_materialization(predicates):
-                # Nothing here is likely to drop the whole unit: decode every column it needs in one call.
+            remote_and_small = pre_buffer and (
+                sum(resolver.compressed_bytes(metadata.row_group(rg), output_top_level_ids) for rg in unit)
+                <= REMOTE_EAGER_MAX_BYTES
+            )
+            if not _needs_late_materialization(predicates) or remote_and_small:
+                # Nothing here is likely to drop the whole unit (or, on an object store, a second request would cost
+                # more than the bytes late materialization may save): decode every column it needs in one call.
                 columns.load([*output_top_level_ids, *resolver.top_level_ids(_field_ids_of(predicates))])
             row_counts = [plan.row_group_num_rows[row_group] for row_group in unit]
 
