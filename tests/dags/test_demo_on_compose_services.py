@@ -43,6 +43,11 @@ def test_the_demo_pipeline_runs_on_the_compose_services(monkeypatch, tmp_path: P
     for key, value in environment.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("ICEBERG_DEMO_ROWS", "2000")
+    # pyiceberg's load_catalog reads the environment once, at its import (an Airflow task process starts fresh).
+    import pyiceberg.catalog
+    from pyiceberg.utils.config import Config
+
+    monkeypatch.setattr(pyiceberg.catalog, "_ENV_CONFIG", Config())
     monkeypatch.setenv("PATH", path_with_spark_submit())
     assert environment["PYICEBERG_CATALOG__LAKEHOUSE__TYPE"] == "rest"
     dag_file = compose.REPO_ROOT / "dags" / "iceberg_demo_pipeline.py"
