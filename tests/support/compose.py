@@ -123,7 +123,12 @@ def start_spark(compose: dict) -> tuple[services.SparkStandalone, dict[str, int]
     master = services._start("compose-spark-master", master_words, base_dir / "master.log", env=env)
     cluster.processes.append(master)
     try:
-        services._wait_until("Spark master", lambda: services._port_open(local_master), master, 180)
+        services._wait_until(
+            "Spark master",
+            lambda: services._port_open(local_master) and services._port_open(local_ui),
+            master,
+            180,
+        )
         worker_words = service_argv(compose, "spark-worker-1")
         worker_words = [cluster.master_url if w == f"spark://spark-master:{master_port}" else w for w in worker_words]
         worker_words = _replace_flag(worker_words, "--webui-port", str(services.free_port()))
@@ -132,11 +137,19 @@ def start_spark(compose: dict) -> tuple[services.SparkStandalone, dict[str, int]
         worker_words[0] = str(home / "bin" / "spark-class")
         worker = services._start("compose-spark-worker", worker_words, base_dir / "worker.log", env=env)
         cluster.processes.append(worker)
-        services._wait_until("Spark worker registration", lambda: cluster.alive_workers() >= 1, worker, 180)
+        services._wait_until("Spark worker registration", lambda: _alive_workers(cluster) >= 1, worker, 180)
     except services.ServiceStartError:
         cluster.stop()
         raise
     return cluster, {f"spark-master:{master_port}": local_master}
+
+
+def _alive_workers(cluster: services.SparkStandalone) -> int:
+    """Workers the master reports; 0 while its status page still answers with something that is not JSON."""
+    try:
+        return cluster.alive_workers()
+    except ValueError:
+        return 0
 
 
 def airflow_environment(compose: dict, local_ports: dict[str, int], data_dir: Path) -> dict[str, str]:
