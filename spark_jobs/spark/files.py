@@ -20,7 +20,7 @@ pyarrow with the catalog's storage properties (``engine.shared.storage``):
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -37,6 +37,8 @@ _S3_SCHEMES = ("s3", "s3n")
 _READ_CHUNK_BYTES = 8 * 1024 * 1024
 _BATCH_ROWS = 65_536
 _WRITTEN_SCHEMA = "path string, rows long"
+# What ``mapInArrow`` runs on each partition: Arrow batches in, Arrow batches out.
+ArrowMapper = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 _EXTENSIONS = {"parquet": "parquet", "csv": "csv"}
 
 
@@ -46,8 +48,8 @@ def hadoop_uri(spark: SparkSession, uri: str) -> str | None:
         return uri
     scheme = urlparse(uri).scheme.lower()
     candidates = [scheme, "s3a"] if scheme in _S3_SCHEMES else [scheme]
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    conf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
+    conf = spark._jsc.hadoopConfiguration()
     for candidate in candidates:
         try:
             jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(candidate, conf)
@@ -69,9 +71,10 @@ def read_source(
     if source_format == "parquet":
         return _read_parquet(paths, uri, files[0].path, dict(properties))
     lines = paths.mapInArrow(_line_reader(uri, dict(properties)), "value string")
-    encoder = spark._jvm.org.apache.spark.sql.Encoders.STRING()  # type: ignore[attr-defined]
+    jvm: Any = spark._jvm
+    encoder = jvm.org.apache.spark.sql.Encoders.STRING()
     dataset = getattr(lines._jdf, "as")(encoder)
-    reader = spark._jsparkSession.read()  # type: ignore[attr-defined]
+    reader = spark._jsparkSession.read()
     for key, value in options.items():
         reader = reader.option(key, value)
     parsed = reader.csv(dataset) if source_format == "csv" else reader.json(dataset)
@@ -123,7 +126,7 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _line_reader(uri: str, properties: dict[str, str]):
+def _line_reader(uri: str, properties: dict[str, str]) -> ArrowMapper:
     """A mapInArrow function: file paths in, their text lines out (compressed files by extension)."""
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -189,7 +189,9 @@ def run(catalog: str, prefix: str, filesystem: fs.FileSystem, steps: Iterable[st
         _put(filesystem, orphan, _parquet_bytes(_rows([1], "orphan")))
         time.sleep(1.1)
         now = str(int(time.time() * 1000))
-        result = step("orphans", maintain, ["remove-orphan-files", *base, "--older-than", now])
+        result = step(
+            "orphans", maintain, ["remove-orphan-files", *base, "--older-than", now, "--allow-short-retention"]
+        )
         assert result["orphan_file_locations"] == [f"s3://{orphan}"], result
         assert filesystem.get_file_info(orphan).type == fs.FileType.NotFound
         assert count() == expected
