@@ -336,17 +336,6 @@ def _check_output_free(output: str, mode: str, storage_properties: dict[str, str
             raise UsageError(f"--output {output} is under {ancestor}, which is a regular file, not a directory")
     if mode == "error" and path.exists():
         raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
-    from spark_jobs.engine.shared.storage import file_system, is_object_store
-    from spark_jobs.spark.files import existing_files
-
-    if is_object_store(output):
-        try:
-            filesystem, path = file_system(output, storage_properties)
-            found = existing_files(filesystem, path.rstrip("/"))
-        except OSError:
-            return
-        if found:
-            raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
 
 
 def _check_object_store_output_free(output: str, storage_properties: dict[str, str]) -> None:
