@@ -19,7 +19,9 @@ hidden staging directory beside ``--output`` and moved there only when complete,
    readers skip names starting with ``.``).
 3. Check the output again (mode ``error``: it must still be absent; mode ``overwrite``: delete it), then rename the
    staging directory to the output (one rename on HDFS and local file systems; a copy on object stores), through
-   the Spark session's Hadoop FileSystem.
+   the Spark session's Hadoop FileSystem. An object store that Spark's JVM has no file system for (the Spark this
+   package installs has no S3 connector) is written by pyarrow on the executors instead (``spark/files.py``: one
+   file per task, old files deleted after success, ``_SUCCESS`` last).
 4. On any failure, delete the staging directory (a failure to do so is logged with its location) and leave the
    output as it was.
 
