@@ -70,12 +70,3 @@ def test_a_deferred_wait_that_times_out_is_skipped_only_with_soft_fail(tmp_path:
     with pytest.raises(raised):
         sensor.resume_execution(TRIGGER_FAIL_REPR, {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, context={})
 
-
-def test_the_trigger_round_trips() -> None:
-    from airflow.sdk._shared.module_loading import import_string
-
-    from airflow_iceberg_provider.triggers.source_files import IcebergSourceFilesTrigger
-
-    trigger = IcebergSourceFilesTrigger(location="s3://landing/x/_SUCCESS", catalog_name="lake", poll_interval=5)
-    classpath, kwargs = trigger.serialize()
-    assert import_string(classpath)(**kwargs).serialize() == (classpath, kwargs)
