@@ -65,6 +65,18 @@ def _written_by_this_commit(
     )
 
 
+def _list_writer(path: str, *, first_row_id: int, parent_snapshot_id: int | None = None) -> ManifestListWriterV3:
+    """A v3 manifest list writer of snapshot ``SNAPSHOT_ID`` at ``path``."""
+    return ManifestListWriterV3(
+        PyArrowFileIO().new_output(path),
+        snapshot_id=SNAPSHOT_ID,
+        parent_snapshot_id=parent_snapshot_id,
+        sequence_number=SEQUENCE_NUMBER,
+        compression="deflate",
+        first_row_id=first_row_id,
+    )
+
+
 def _read_list(path: str) -> tuple[list[ManifestFile], dict[str, str]]:
     with AvroFile[ManifestFile](
         PyArrowFileIO().new_input(path),
@@ -100,14 +112,7 @@ def test_new_data_manifests_get_the_next_ids_and_carried_and_delete_manifests_ke
     deletes = _written_by_this_commit(5, content=ManifestContent.DELETES)
     new_large = _written_by_this_commit(30)
     path = f"file://{tmp_path}/snap-list.avro"
-    writer = ManifestListWriterV3(
-        PyArrowFileIO().new_output(path),
-        snapshot_id=SNAPSHOT_ID,
-        parent_snapshot_id=table.current_snapshot().snapshot_id,
-        sequence_number=SEQUENCE_NUMBER,
-        compression="deflate",
-        first_row_id=50,
-    )
+    writer = _list_writer(path, first_row_id=50, parent_snapshot_id=table.current_snapshot().snapshot_id)
     with writer:
         writer.add_manifests([carried_a, new_small, deletes, carried_b, new_large])
     assert writer.next_row_id == 100  # 50 + 20 + 30: the delete manifest's rows take no ids
@@ -127,14 +132,7 @@ def test_new_data_manifests_get_the_next_ids_and_carried_and_delete_manifests_ke
 
 def test_existing_rows_of_a_new_manifest_take_ids_too(tmp_path: Path) -> None:
     manifest = _written_by_this_commit(4, existing_rows=6)
-    writer = ManifestListWriterV3(
-        PyArrowFileIO().new_output(f"file://{tmp_path}/list.avro"),
-        snapshot_id=SNAPSHOT_ID,
-        parent_snapshot_id=None,
-        sequence_number=SEQUENCE_NUMBER,
-        compression="null",
-        first_row_id=7,
-    )
+    writer = _list_writer(f"file://{tmp_path}/list.avro", first_row_id=7)
     with writer:
         writer.add_manifests([manifest])
     assert writer.next_row_id == 17
@@ -142,13 +140,6 @@ def test_existing_rows_of_a_new_manifest_take_ids_too(tmp_path: Path) -> None:
 
 def test_a_manifest_from_another_snapshot_without_a_sequence_number_is_refused(tmp_path: Path) -> None:
     stray = _written_by_this_commit(10, snapshot_id=1)
-    writer = ManifestListWriterV3(
-        PyArrowFileIO().new_output(f"file://{tmp_path}/list.avro"),
-        snapshot_id=SNAPSHOT_ID,
-        parent_snapshot_id=None,
-        sequence_number=SEQUENCE_NUMBER,
-        compression="null",
-        first_row_id=0,
-    )
+    writer = _list_writer(f"file://{tmp_path}/list.avro", first_row_id=0)
     with writer, pytest.raises(ValueError, match="unassigned sequence number"):
         writer.add_manifests([stray])
