@@ -15,11 +15,11 @@ from spark_jobs.engine.shared.errors import (
 )
 
 
-@pytest.mark.parametrize("error", [TableNotFoundError, SnapshotNotFoundError, InvalidFilterError])
-def test_unknown_tables_snapshots_and_bad_filters_are_the_callers_input(error: type[Exception]) -> None:
+@pytest.mark.parametrize("error", [TableNotFoundError, SnapshotNotFoundError, InvalidFilterError, CorruptFileError])
+def test_unknown_tables_snapshots_bad_filters_and_damaged_files_are_the_callers_input(error: type[Exception]) -> None:
+    """Exit 2, no retry: a retry cannot repair a missing or damaged file (a storage failure stays retryable)."""
     assert issubclass(error, UserInputError) and issubclass(error, EngineError)
 
 
-@pytest.mark.parametrize("error", [CorruptFileError, UnsupportedFeatureError])
-def test_corrupt_files_and_unsupported_features_are_not_input_errors(error: type[Exception]) -> None:
-    assert issubclass(error, EngineError) and not issubclass(error, UserInputError)
+def test_unsupported_features_are_not_input_errors() -> None:
+    assert issubclass(UnsupportedFeatureError, EngineError) and not issubclass(UnsupportedFeatureError, UserInputError)
