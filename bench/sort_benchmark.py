@@ -192,7 +192,11 @@ def rewrite_ours_cold(data_dir: Path, name: str) -> dict[str, Any]:
 
 
 def rewrite_java(data_dir: Path, calls: dict[str, str]) -> dict[str, Any]:
-    """Java's rewrite_data_files per table, timed around the CALL in Java's warm session."""
+    """Java's rewrite_data_files per table, timed around the CALL in Java's warm session.
+
+    The procedure's table name is fully qualified: Spark reads a first part that names a catalog as the catalog,
+    and the namespace here has the catalog's name.
+    """
     from tests.support import java_env
     from tests.support.iceberg_java import IcebergJava
 
@@ -213,8 +217,8 @@ def rewrite_java(data_dir: Path, calls: dict[str, str]) -> dict[str, Any]:
             options = "map('rewrite-all', 'true')"
             started = time.perf_counter()
             rows = java.sql(
-                f"CALL {CATALOG}.system.rewrite_data_files(table => '{NAMESPACE}.{name}', strategy => 'sort', "
-                f"sort_order => '{sort_order}', options => {options})"
+                f"CALL {CATALOG}.system.rewrite_data_files(table => '{CATALOG}.{NAMESPACE}.{name}', "
+                f"strategy => 'sort', sort_order => '{sort_order}', options => {options})"
             )
             seconds = time.perf_counter() - started
             results[name] = {"seconds": round(seconds, 3), "result": rows[0] if rows else None}
