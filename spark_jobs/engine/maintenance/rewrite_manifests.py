@@ -8,11 +8,16 @@ Java's ``RewriteManifestsSparkAction``, for data manifests and then delete manif
 2. Their live entries (ADDED or EXISTING) are ordered by partition (or by the ``--sort-by`` partition fields, in
    that order), then cut into that many runs of about equal length; a partition is never split between two runs
    (Java's ``repartitionByRange`` keeps equal keys together). An unpartitioned spec is cut in entry order.
-3. Each run becomes one manifest written by the new snapshot, its entries EXISTING with their snapshot ids and
-   sequence numbers unchanged, so every reader sees exactly the same files.
+3. Each run becomes one manifest of the table's format (v2 or v3) written by the new snapshot, its entries EXISTING
+   with their snapshot ids and sequence numbers unchanged, so every reader sees exactly the same files. On v3 each
+   data file keeps its ``first_row_id`` (explicit, or inherited from its old manifest), so every row keeps its
+   ``_row_id``; deletion vector entries keep their referenced data file, offset and size.
 4. One ``replace`` snapshot swaps the old manifests for the new ones (``commit.committer``); if a concurrent commit
    replaced one of the old manifests meanwhile, the rewrite fails and deletes what it wrote. The summary carries
-   Java's ``manifests-created``, ``manifests-replaced``, ``manifests-kept`` and ``entries-processed``.
+   Java's ``manifests-created``, ``manifests-replaced``, ``manifests-kept`` and ``entries-processed``. On v3 the
+   manifest list assigns the new data manifests a ``first_row_id`` range sized by their existing rows, as Iceberg
+   Java's v3 manifest list writer does (space kept for files without one, e.g. from before an upgrade to v3), so
+   the snapshot's ``added-rows`` counts those rows and ``next-row-id`` moves past them; no row's id changes.
 
 Afterwards a scan filtered on partition values prunes whole manifests by their partition summaries instead of reading
 every manifest (each old manifest covered every partition its commit touched).
@@ -29,16 +34,17 @@ from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStat
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.snapshots import Operation
 
-from spark_jobs.engine.commit.committer import CommitResult, commit_change
+from spark_jobs.engine.commit.committer import CommitResult, commit_change, require_writable_format
 from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.shared.errors import UnsupportedFeatureError, UserInputError
-from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries
+from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries, read_manifest_list
 
 MANIFEST_TARGET_SIZE_PROPERTY = "commit.manifest.target-size-bytes"
 DEFAULT_MANIFEST_TARGET_SIZE = 8 * 1024 * 1024
 JOB_PROPERTY = "airflow-iceberg-provider.job"
+REWRITABLE_FORMAT_VERSIONS = (2, 3)
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,7 @@ def plan_manifest_rewrite(
     snapshot = table.current_snapshot()
     if snapshot is None:
         return ManifestRewritePlan(name, None, spec_id, target, tuple(sort_by or ()), 0)
-    manifests = snapshot.manifests(table.io)
+    manifests = read_manifest_list(snapshot, table.io)  # the v3 list schema: data manifests' first_row_id
     rewrites = []
     for content in (ManifestContent.DATA, ManifestContent.DELETES):
         matching = [m for m in manifests if m.content == content and m.partition_spec_id == spec_id]
@@ -151,12 +157,13 @@ def rewrite_manifests(table: Table, plan: ManifestRewritePlan) -> CommitResult |
     """Write the clustered manifests and commit the swap (module doc, steps 2-4); None when nothing to rewrite."""
     if not plan.rewrites:
         return None
-    if table.metadata.format_version != 2:
-        # The manifests written here are v2 manifests; a v3 table's need first_row_id carried (not yet done).
+    if table.metadata.format_version not in REWRITABLE_FORMAT_VERSIONS:
+        # v1 manifests carry no sequence numbers or content types to keep; not written by this engine.
         raise UnsupportedFeatureError(
             f"table {'.'.join(table.name())} is format v{table.metadata.format_version}: rewriting its manifests is "
-            "supported for format v2 only"
+            "supported for format v2 and v3 only"
         )
+    require_writable_format(table)  # v3 features we do not write are refused before any manifest is written
     snapshot_id = table.metadata.new_snapshot_id()
     spec = table.specs()[plan.spec_id]
     added: list[ManifestFile] = []
@@ -218,7 +225,11 @@ def cluster_entries(
 def _write_manifest(
     table: Table, content: ManifestContent, spec_id: int, entries: list[ManifestEntry], snapshot_id: int
 ) -> ManifestFile:
-    """One new manifest with ``entries`` as EXISTING, written by ``snapshot_id``."""
+    """One new manifest of the table's format with ``entries`` as EXISTING, written by ``snapshot_id``.
+
+    The data file records are carried whole: on v3 that keeps each data file's ``first_row_id`` (filled from its old
+    manifest by ``read_live_entries``) and a deletion vector's referenced file, offset and size.
+    """
     metadata = table.metadata
     existing = [
         ManifestEntry.from_args(
@@ -242,6 +253,7 @@ def _write_manifest(
         output_file=table.io.new_output(path),
         snapshot_id=snapshot_id,
         compression=compression,  # type: ignore[arg-type]
+        format_version=metadata.format_version,
     )
 
 
