@@ -1,6 +1,6 @@
 """Run a planned rewrite on Spark: groups rewritten on the executors, ``replace`` commits on the driver.
 
-1. Refuse tables the commit machinery cannot write (format v2 only) before any work.
+1. Refuse tables the commit machinery cannot write (format v2 and v3 without features we do not write) before any work.
 2. Per batch of ``plan.groups_per_commit`` groups (all of them without partial progress): the batch's groups are
    rewritten in waves of at most ``max-concurrent-file-group-rewrites`` groups, so no more than that many groups
    are rewritten at the same time (Java's meaning of the option). A wave's rewrite tasks
