@@ -80,16 +80,8 @@ class RewriteOptions:
             self.max_concurrent_file_group_rewrites,
             "must be positive",
         )
-        require_option(
-            not self.partial_progress_enabled or self.partial_progress_max_commits > 0,
-            "partial-progress.max-commits",
-            self.partial_progress_max_commits,
-            "must be positive when partial-progress.enabled is true",
-        )
-        if self.rewrite_job_order not in REWRITE_JOB_ORDERS:
-            raise UserInputError(
-                f"Invalid rewrite job order name: {self.rewrite_job_order} (one of {', '.join(REWRITE_JOB_ORDERS)})"
-            )
+        check_partial_progress(self.partial_progress_enabled, self.partial_progress_max_commits)
+        check_rewrite_job_order(self.rewrite_job_order)
         require_option(self.compression_factor > 0, "compression-factor", self.compression_factor, "must be > 0")
 
     @classmethod
@@ -142,6 +134,22 @@ def check_sizes(target: int, minimum: int, maximum: int) -> None:
             f"'target-file-size-bytes' ({target}) must be < 'max-file-size-bytes' ({maximum}), all new files will be "
             "larger than the max threshold"
         )
+
+
+def check_partial_progress(enabled: bool, max_commits: int) -> None:
+    """Java's rule for ``partial-progress.max-commits``, shared by every rewrite that commits in batches."""
+    require_option(
+        not enabled or max_commits > 0,
+        "partial-progress.max-commits",
+        max_commits,
+        "must be positive when partial-progress.enabled is true",
+    )
+
+
+def check_rewrite_job_order(order: str) -> None:
+    """A ``rewrite-job-order`` must be one of Java's names."""
+    if order not in REWRITE_JOB_ORDERS:
+        raise UserInputError(f"Invalid rewrite job order name: {order} (one of {', '.join(REWRITE_JOB_ORDERS)})")
 
 
 def require_option(condition: bool, option: str, value: object, rule: str) -> None:

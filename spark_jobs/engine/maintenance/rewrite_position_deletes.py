@@ -42,12 +42,17 @@ from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction.bin_packing import ListPacker
 from spark_jobs.engine.compaction.dangling_deletes import find_dangling_deletes
-from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS, check_sizes, require_option
+from spark_jobs.engine.compaction.options import (
+    check_partial_progress,
+    check_rewrite_job_order,
+    check_sizes,
+    require_option,
+)
 from spark_jobs.engine.compaction.planner import order_by_job_order
 from spark_jobs.engine.planning.delete_index import PartitionKey, partition_key
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.scan_planner import bind_row_filter
-from spark_jobs.engine.shared.errors import EngineError, UserInputError
+from spark_jobs.engine.shared.errors import EngineError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.engine.write.file_entries import to_data_file
@@ -85,14 +90,8 @@ class PositionDeleteRewriteOptions:
             self.max_file_group_size_bytes,
             "must be > 0",
         )
-        require_option(
-            not self.partial_progress_enabled or self.partial_progress_max_commits > 0,
-            "partial-progress.max-commits",
-            self.partial_progress_max_commits,
-            "must be positive when partial-progress.enabled is true",
-        )
-        if self.rewrite_job_order not in REWRITE_JOB_ORDERS:
-            raise UserInputError(f"Invalid rewrite job order name: {self.rewrite_job_order}")
+        check_partial_progress(self.partial_progress_enabled, self.partial_progress_max_commits)
+        check_rewrite_job_order(self.rewrite_job_order)
 
     @classmethod
     def resolve(cls, table_properties: dict[str, str], **given: Any) -> PositionDeleteRewriteOptions:
