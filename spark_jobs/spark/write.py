@@ -122,17 +122,21 @@ def key_positions(spark: SparkSession, files: Sequence[tuple[DataFileSlice, int]
     return task_rows.mapInArrow(read_keys, spark_schema)
 
 
+def _rows_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """A task's batches as one table, or None when the task received no rows."""
+    batch_list = list(batches)
+    rows = pa.Table.from_batches(batch_list) if batch_list else None
+    return rows if rows is not None and rows.num_rows else None
+
+
 def write_position_deletes(
     matched: DataFrame, context: WriteContext, partitions: list[tuple[int, tuple[Any, ...]]]
 ) -> list[dict[str, Any]]:
     """Write the matched positions (file_path, pos, ordinal) as position delete files, one set per partition."""
 
     def write_group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batch_list = list(batches)
-        if not batch_list:
-            return
-        rows = pa.Table.from_batches(batch_list)
-        if not rows.num_rows:
+        rows = _rows_of(batches)
+        if rows is None:
             return
         written = []
         for ordinal in sorted(set(rows.column(ORDINAL_COLUMN).to_pylist())):
@@ -173,9 +177,8 @@ def write_deletion_vectors(
     )
 
     def write_group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batch_list = list(batches)
-        rows = pa.Table.from_batches(batch_list) if batch_list else None
-        if rows is None or not rows.num_rows:
+        rows = _rows_of(batches)
+        if rows is None:
             return
         paths = rows.column("file_path").to_numpy(zero_copy_only=False)
         positions = rows.column("pos").to_numpy()
@@ -216,11 +219,8 @@ def write_equality_deletes(
     def write_group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from spark_jobs.engine.write.partitioning import split_by_partition
 
-        batch_list = list(batches)
-        if not batch_list:
-            return
-        rows = pa.Table.from_batches(batch_list)
-        if not rows.num_rows:
+        rows = _rows_of(batches)
+        if rows is None:
             return
         written = []
         tag = task_attempt_tag()
