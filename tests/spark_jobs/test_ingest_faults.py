@@ -69,7 +69,8 @@ def _ids(catalog_name: str, table_name: str) -> list[int]:
 def test_an_executor_killed_mid_write_is_replaced_and_each_row_lands_once(
     spark_standalone, testing_catalog, tmp_path
 ) -> None:
-    ids = _write_source(tmp_path / "source", files=6, rows_per_file=25_000)
+    # Tasks of 100,000 rows each write dozens of files, so the first file appears well before its task ends.
+    ids = _write_source(tmp_path / "source", files=4, rows_per_file=100_000)
     testing_catalog.create_namespace_if_not_exists("faults")
     table = testing_catalog.create_table(
         "faults.executor_killed",
@@ -95,16 +96,21 @@ def test_an_executor_killed_mid_write_is_replaced_and_each_row_lands_once(
     job = start_job("ingest", command, tmp_path / "logs")
     python_workers: set[int] = set()
     try:
+        # Find the executor before its first file appears, then kill it the moment one does: the first task is
+        # then still writing, so the kill cuts an attempt short with files on disk.
+        executors = wait_for(
+            "the job's executor", lambda: executor_pids(worker_pid) - executors_before, timeout=240,
+            context=job.require_running,
+        )  # fmt: skip
+        assert len(executors) == 1, f"expected one executor of the job under the worker, found {executors}"
+        (executor,) = executors
         wait_for(
             "the first data file", lambda: list(data_dir.glob("*.parquet")), timeout=240, context=job.require_running
         )
-        executors = executor_pids(worker_pid) - executors_before
-        assert len(executors) == 1, f"expected one executor of the job under the worker, found {executors}"
-        (executor,) = executors
         python_workers = descendants(executor)  # the Python daemon and the worker writing the files
-        assert python_workers, f"executor {executor} has no Python worker while a data file is being written"
         files_at_kill = set(data_dir.glob("*.parquet"))
         os.kill(executor, signal.SIGKILL)
+        assert python_workers, f"executor {executor} had no Python worker while a data file was being written"
         wait_for(f"executor {executor} to die", lambda: not pid_alive(executor), timeout=30)
         # The killed attempt's writers go with their executor (the daemon sees its stdin close and ends its workers).
         wait_for(
