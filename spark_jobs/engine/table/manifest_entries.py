@@ -8,7 +8,8 @@ pyiceberg's reader and the v3 entry schema (a superset: v1 and v2 manifests read
 2. Inherit what the spec says an entry inherits from its manifest (sequence-number inheritance): the snapshot id;
    the data and file sequence numbers of ADDED entries (all entries of v1 manifests, whose sequence number is 0);
    the partition spec id; a data file's ``first_row_id`` (v3 row lineage: the manifest's plus the record counts
-   of the data files before it in the manifest that had none, deleted entries included).
+   of the live data files before it in the manifest that had none; DELETED entries neither take nor use ids, as
+   Iceberg Java reads them: the manifest list gave the manifest ids for its added and existing rows only).
 
 Manifest lists are read the same way (``read_manifest_list``, the v3 list schema), so a v3 manifest's
 ``first_row_id`` survives into the next manifest list a commit writes.
@@ -108,13 +109,15 @@ def read_live_entries(manifest: ManifestFile, io: FileIO) -> list[ManifestEntry]
 
 
 def _inherit_first_row_ids(entries: list[ManifestEntry], manifest: ManifestFile) -> None:
-    """Fill null data-file first row ids from the manifest's, in manifest order (module doc, step 2)."""
+    """Fill null first row ids of live data files from the manifest's, in manifest order (module doc, step 2)."""
     next_row_id = manifest_first_row_id(manifest)
     if next_row_id is None:
         return
     for entry in entries:
         data_file = entry.data_file
-        if data_file.content == DataFileContent.DATA and data_file[_FIRST_ROW_ID] is None:
+        if entry.status == ManifestEntryStatus.DELETED or data_file.content != DataFileContent.DATA:
+            continue
+        if data_file[_FIRST_ROW_ID] is None:
             data_file[_FIRST_ROW_ID] = next_row_id
             next_row_id += data_file.record_count
 

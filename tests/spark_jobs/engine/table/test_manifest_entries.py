@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import pytest
-from pyiceberg.manifest import FileFormat
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.manifest import (
+    DataFile,
+    DataFileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+)
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.typedef import Record
+from pyiceberg.types import LongType, NestedField
 
+from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.table.manifest_entries import (
     content_offset,
     content_size_in_bytes,
+    first_row_id,
+    in_v3_list_layout,
     read_live_entries,
     referenced_data_file,
+    set_first_row_id,
 )
 
 
@@ -59,3 +75,52 @@ def test_v1_entries_inherit_sequence_number_zero(conformance_catalog):
     assert entries
     assert {(entry.sequence_number, entry.file_sequence_number) for entry in entries} == {(0, 0)}
     assert all(referenced_data_file(entry.data_file) is None for entry in entries)
+
+
+def _v3_entry(status: ManifestEntryStatus, name: str, record_count: int) -> ManifestEntry:
+    data_file = DataFile.from_args(
+        _table_format_version=3,
+        content=DataFileContent.DATA,
+        file_path=f"file:/warehouse/t/data/{name}.parquet",
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        record_count=record_count,
+        file_size_in_bytes=1000,
+    )
+    data_file.spec_id = 0
+    return ManifestEntry.from_args(
+        _table_format_version=3,
+        status=status,
+        snapshot_id=7,
+        sequence_number=3,
+        file_sequence_number=3,
+        data_file=data_file,
+    )
+
+
+def test_live_data_files_inherit_first_row_ids_in_order_and_deleted_entries_take_none(tmp_path):
+    """A manifest's ids cover its added and existing rows: a DELETED entry between them shifts nothing (as Java)."""
+    entries = [
+        _v3_entry(ManifestEntryStatus.ADDED, "a", 10),
+        _v3_entry(ManifestEntryStatus.DELETED, "b", 5),
+        _v3_entry(ManifestEntryStatus.EXISTING, "c", 7),
+    ]
+    manifest = write_entries(
+        content=ManifestContent.DATA,
+        entries=entries,
+        spec=PartitionSpec(spec_id=0),
+        schema=Schema(NestedField(1, "id", LongType(), required=False)),
+        output_file=PyArrowFileIO().new_output(str(tmp_path / "manifest.avro")),
+        snapshot_id=7,
+        compression="null",
+        format_version=3,
+    )
+    manifest = in_v3_list_layout(manifest)
+    set_first_row_id(manifest, 100)
+
+    live = read_live_entries(manifest, PyArrowFileIO())
+
+    assert [(entry.data_file.file_path.rsplit("/", 1)[-1], first_row_id(entry.data_file)) for entry in live] == [
+        ("a.parquet", 100),
+        ("c.parquet", 110),
+    ]
