@@ -19,14 +19,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pyiceberg.manifest import DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from pyiceberg.manifest import (
+    DataFile,
+    DataFileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
 from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import Snapshot, ancestors_of
 
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries, referenced_data_file
+from spark_jobs.engine.table.manifest_cache import cached_live_entries
+from spark_jobs.engine.table.manifest_entries import partition_values, referenced_data_file
 
 
 def validate_concurrent_commits(
@@ -97,7 +105,7 @@ def _added_entries(table: Table, snapshot: Snapshot) -> Iterator[ManifestEntry]:
     for manifest in snapshot.manifests(table.io):
         if manifest.added_snapshot_id != snapshot.snapshot_id:
             continue
-        for entry in read_live_entries(manifest, table.io):
+        for entry in _live_entries(manifest, table):
             if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id:
                 yield entry
 
@@ -107,7 +115,12 @@ def _live_data_file_paths(table: Table, snapshot: Snapshot | None) -> Iterator[s
         return
     for manifest in snapshot.manifests(table.io):
         if manifest.content == ManifestContent.DATA:
-            yield from (entry.data_file.file_path for entry in read_live_entries(manifest, table.io))
+            yield from (entry.data_file.file_path for entry in _live_entries(manifest, table))
+
+
+def _live_entries(manifest: ManifestFile, table: Table) -> tuple[ManifestEntry, ...]:
+    """A manifest's live entries through the process cache (manifests are immutable; planning read most already)."""
+    return cached_live_entries([manifest], table.io)[0]
 
 
 def _partitions_of_removed_files(
@@ -120,7 +133,7 @@ def _partitions_of_removed_files(
     for manifest in start.manifests(table.io) if start else []:
         if manifest.content != ManifestContent.DATA:
             continue
-        for entry in read_live_entries(manifest, table.io):
+        for entry in _live_entries(manifest, table):
             if entry.data_file.file_path in change.removed_data_file_paths:
                 partitions.add((entry.data_file.spec_id, partition_values(entry.data_file)))
     return partitions

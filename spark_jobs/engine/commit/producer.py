@@ -59,7 +59,8 @@ from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.row_lineage import ManifestListWriterV3, first_row_id_of_next_snapshot
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange, removal_key
 from spark_jobs.engine.shared.errors import EngineError
-from spark_jobs.engine.table.manifest_entries import content_size_in_bytes, read_live_entries, read_manifest_list
+from spark_jobs.engine.table.manifest_cache import cached_live_entries
+from spark_jobs.engine.table.manifest_entries import content_size_in_bytes, read_manifest_list
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +225,8 @@ class SnapshotProducer:
             if not removed:
                 carried.append(manifest)
                 continue
-            entries = read_live_entries(manifest, table.io)  # every field, v3's included
+            # Every field, v3's included; through the process cache (the planner of this change read most of them).
+            entries = cached_live_entries([manifest], table.io)[0]
             if not any(self._is_removed(entry.data_file, removed) for entry in entries):
                 carried.append(manifest)
                 continue
