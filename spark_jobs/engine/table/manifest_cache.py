@@ -15,7 +15,7 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.utils.concurrent import ExecutorFactory
 
 from spark_jobs.engine.shared.bounded_cache import BoundedCache, max_bytes_from_environment
-from spark_jobs.engine.table.manifest_entries import read_live_entries, read_manifest_list
+from spark_jobs.engine.table.manifest_entries import manifest_first_row_id, read_live_entries, read_manifest_list
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_BYTES_ENV_VAR = "ICEBERG_MANIFEST_CACHE_MAX_BYTES"
@@ -78,4 +78,5 @@ def _entries_key(manifest: ManifestFile) -> tuple[object, ...]:
         manifest.sequence_number,
         manifest.added_snapshot_id,
         manifest.partition_spec_id,
+        manifest_first_row_id(manifest),
     )

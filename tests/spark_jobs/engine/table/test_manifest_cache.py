@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from pyiceberg.manifest import ManifestFile
 
 from spark_jobs.engine.planning.scan_planner import plan_scan
 from spark_jobs.engine.table.manifest_cache import cached_live_entries, cached_manifests, manifest_cache
-from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.table.manifest_entries import (
+    first_row_id,
+    in_v3_list_layout,
+    read_live_entries,
+    set_first_row_id,
+)
 from tests.spark_jobs.engine.deletes.delete_file_writers import RecordingFileIO
 
 
@@ -78,3 +84,18 @@ def test_manifests_read_in_parallel_are_read_once_even_when_the_cache_keeps_none
 
     assert sorted(_metadata_files_opened(io)) == sorted(manifest.manifest_path for manifest in manifests)
     assert [len(manifest_entries) for manifest_entries in entries] == [1, 1]
+
+
+def test_a_manifest_listed_with_another_first_row_id_is_not_served_its_old_row_ids(table) -> None:
+    manifest_cache().clear()
+    (manifest,) = cached_manifests(table.current_snapshot(), table.io)
+    first = in_v3_list_layout(manifest)
+    set_first_row_id(first, 100)
+    second = in_v3_list_layout(ManifestFile(*(manifest[i] for i in range(len(manifest)))))
+    set_first_row_id(second, 500)
+
+    (entries_first,) = cached_live_entries([first], table.io)
+    (entries_second,) = cached_live_entries([second], table.io)
+
+    assert [first_row_id(entry.data_file) for entry in entries_first] == [100]
+    assert [first_row_id(entry.data_file) for entry in entries_second] == [500]
