@@ -18,6 +18,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import zipfile
@@ -157,6 +158,39 @@ def _stop_spark() -> None:
     """Stop the SparkSessions this job started, so nothing Spark prints at exit follows the result line."""
     while _SESSIONS_STARTED:
         _SESSIONS_STARTED.pop().stop()
+
+
+def start_spark_session(app_name: str) -> Callable[[], Any]:
+    """Start the job's SparkSession on a helper thread; returns a function that waits for it and returns it.
+
+    A job that plans on the driver before it needs Spark (the read job) overlaps the SparkContext's start (mostly
+    waiting on the JVM) with its imports and planning. A session already active in this thread (tests, notebooks)
+    is returned as it is, and left running. A job that fails before it waits leaves the thread behind: it is a
+    daemon, and the JVM ends with the process.
+    """
+    from pyspark.sql import SparkSession
+
+    if SparkSession.getActiveSession() is not None:
+        session = spark_session(app_name)
+        return lambda: session
+    outcome: dict[str, Any] = {}
+
+    def start() -> None:
+        try:
+            outcome["session"] = spark_session(app_name)
+        except BaseException as error:  # handed to the waiting caller
+            outcome["error"] = error
+
+    thread = threading.Thread(target=start, name="spark-session-start", daemon=True)
+    thread.start()
+
+    def wait() -> Any:
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["session"]
+
+    return wait
 
 
 def spark_session(app_name: str) -> Any:

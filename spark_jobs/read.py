@@ -55,6 +55,7 @@ from spark_jobs.job_support import (
     engine_on_executors,
     run_job,
     spark_session,
+    start_spark_session,
 )
 
 OUTPUT_FORMATS = ("parquet", "csv")
@@ -217,16 +218,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the read job; returns the result the last stdout line carries."""
-    from spark_jobs.engine.read.session import open_read_session
-    from spark_jobs.engine.table.catalog import load_catalog, load_table, refuse_output_over_tables
-    from spark_jobs.spark.files import hadoop_uri, write_output
-    from spark_jobs.spark.scan import dataframe_from_session, read_parallelism
-
     args = build_parser().parse_args(argv)
     if args.count:
         return _count_job(args)
     if args.output is None:
         raise UsageError("spark_jobs/read.py: --output is required (or --count)")
+    # Spark starts while the engine is imported and the read planned (bad input still fails before any Spark work).
+    spark_started = start_spark_session(f"iceberg-read {args.table}")
+    from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.engine.table.catalog import load_catalog, load_table, refuse_output_over_tables
+    from spark_jobs.spark.files import hadoop_uri, write_output
+    from spark_jobs.spark.scan import dataframe_from_session, read_parallelism
+
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     phases: dict[str, float] = {"plan": 0.0}
     started = time.perf_counter()
@@ -260,7 +263,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     session = plan()
     refuse_output_over_tables(catalog, table, args.output)
     _check_output_free(args.output, args.mode, session.context.io_properties)
-    spark = spark_session(f"iceberg-read {session.table_name}")
+    spark = spark_started()
     engine_on_executors(spark)
     parallelism = read_parallelism(spark)
     if args.split_size is None and len(session.tasks) < parallelism:

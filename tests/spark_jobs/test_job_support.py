@@ -71,3 +71,26 @@ def test_the_engine_zip_is_built_in_a_private_directory_removed_at_exit() -> Non
     assert mode == "0o700" and existed == "True"
     assert not Path(path).parent.exists(), "the process's engine zip directory outlived it"
     assert stat.S_IMODE(engine_zip().parent.stat().st_mode) == 0o700
+
+
+@pytest.mark.spark
+def test_a_session_started_early_is_the_caller_s_running_session(spark) -> None:
+    from spark_jobs.job_support import start_spark_session
+
+    assert start_spark_session("demo")() is spark
+    assert spark.range(3).count() == 3
+
+
+def test_a_spark_start_that_fails_on_the_helper_thread_fails_the_caller_when_it_waits(monkeypatch) -> None:
+    from pyspark.sql import SparkSession
+
+    from spark_jobs import job_support
+
+    def no_spark(app_name: str) -> None:
+        raise RuntimeError(f"no JVM for {app_name}")
+
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(job_support, "spark_session", no_spark)
+    wait = job_support.start_spark_session("demo")
+    with pytest.raises(RuntimeError, match="no JVM for demo"):
+        wait()
