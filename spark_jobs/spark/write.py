@@ -19,8 +19,9 @@ import numpy as np
 import pyarrow as pa
 from pyiceberg.schema import Schema
 from pyspark import TaskContext
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
@@ -257,12 +258,44 @@ def write_equality_deletes(
 
 
 def conform_dataframe(frame: DataFrame, schema: Schema, spark_types: dict[str, Any]) -> DataFrame:
-    """``frame`` with the schema's columns in order, cast to their Spark types; missing columns as nulls."""
+    """``frame`` with the schema's columns in order, in their Spark types; missing columns (and fields) as nulls.
+
+    Struct fields are matched by name at every depth (inside lists and maps too), so a source struct may lack
+    optional fields of the table's or hold them in another order; Spark's own struct cast goes by position.
+    """
     columns = []
     for table_field in schema.fields:
         spark_type = spark_types[table_field.name]
         if table_field.name in frame.columns:
-            columns.append(F.col(f"`{table_field.name}`").cast(spark_type).alias(table_field.name))
+            source_type = frame.schema[table_field.name].dataType
+            column = _conformed(F.col(f"`{table_field.name}`"), source_type, spark_type)
+            columns.append(column.alias(table_field.name))
         else:
             columns.append(F.lit(None).cast(spark_type).alias(table_field.name))
     return frame.select(*columns)
+
+
+def _conformed(column: Column, source: DataType, target: DataType) -> Column:
+    """``column`` (of Spark type ``source``) as ``target``, struct fields by name, absent fields null."""
+    if source == target:
+        return column
+    if isinstance(source, StructType) and isinstance(target, StructType):
+        present = {f.name: f.dataType for f in source.fields}
+        fields = [
+            (
+                _conformed(column.getField(f.name), present[f.name], f.dataType)
+                if f.name in present
+                else F.lit(None).cast(f.dataType)
+            ).alias(f.name)
+            for f in target.fields
+        ]
+        return F.when(column.isNull(), F.lit(None).cast(target)).otherwise(F.struct(*fields))
+    if isinstance(source, ArrayType) and isinstance(target, ArrayType):
+        return F.transform(column, lambda element: _conformed(element, source.elementType, target.elementType))
+    if isinstance(source, MapType) and isinstance(target, MapType):
+        if source.keyType != target.keyType:
+            column = F.transform_keys(column, lambda key, _: _conformed(key, source.keyType, target.keyType))
+        if source.valueType != target.valueType:
+            column = F.transform_values(column, lambda _, value: _conformed(value, source.valueType, target.valueType))
+        return column
+    return column.cast(target)

@@ -181,7 +181,7 @@ def test_upsert_and_delete_with_equality_deletes(spark, readers, tmp_path, forma
 
 @pytest.mark.parametrize("format_version", FORMAT_VERSIONS)
 def test_added_top_level_and_nested_columns(spark, readers, tmp_path, format_version) -> None:
-    """Files of the old schema read with null in the added columns; the upsert writes equality deletes."""
+    """Files of the old schema read with null in the added columns and fields; the upsert writes equality deletes."""
     table, model = table_name(format_version, "schema_evolution"), TableModel(SCHEMA)
     ingest(tmp_path, table, rows(range(30)), "append", *create_args(format_version))
     model.append(rows(range(30)))
@@ -202,8 +202,32 @@ def test_added_top_level_and_nested_columns(spark, readers, tmp_path, format_ver
     ingest(tmp_path, table, added, "append", "--allow-schema-evolution", schema=wider)
     model.add_columns(wider)
     model.append(added)
-    upserted = widen(rows([*range(5, 12), 40], version=3))
-    ingest(tmp_path, table, upserted, "upsert", "--key", "id", "--delete-mode", "equality", schema=wider)
+    # Fields added inside existing structs (a nested one too), with the upsert that first writes them.
+    attrs_c = pa.struct([*ATTRS, ("c", pa.int32())])
+    more_z = pa.struct([*more, ("z", pa.struct([("w", pa.string())]))])
+    widest = pa.schema([*(f.with_type(attrs_c) if f.name == "attrs" else f for f in SCHEMA), ("extra", pa.string())])
+    widest = widest.append(pa.field("more", more_z))
+    upserted = [
+        {
+            **row,
+            "attrs": {**row["attrs"], "c": row["id"] % 7 or None},
+            "more": row["more"] and {**row["more"], "z": {"w": f"w{row['id']}"} if row["id"] % 2 else None},
+        }
+        for row in widen(rows([*range(5, 12), 40], version=3))
+    ]
+    ingest(
+        tmp_path,
+        table,
+        upserted,
+        "upsert",
+        "--key",
+        "id",
+        "--delete-mode",
+        "equality",
+        "--allow-schema-evolution",
+        schema=widest,
+    )
+    model.add_columns(widest)
     model.upsert(upserted, ["id"])
     readers.check(table, model)
 

@@ -75,4 +75,11 @@ def check_source_schema(table: Table, source_schema: pa.Schema, options: IngestO
         keys_only = pa.schema([source_schema.field(k) for k in options.key])
         check_schema(table_name, table.schema().select(*options.key), keys_only, allow_evolution=False)
         return SchemaCheck(table.schema())
-    return check_schema(table_name, table.schema(), source_schema, allow_evolution=options.allow_schema_evolution)
+    return check_schema(
+        table_name,
+        table.schema(),
+        source_schema,
+        allow_evolution=options.allow_schema_evolution,
+        last_column_id=table.metadata.last_column_id,
+        next_schema_id=max(schema.schema_id for schema in table.metadata.schemas) + 1,
+    )

@@ -1,22 +1,26 @@
 """Check incoming rows' schema against the table before anything is written.
 
-Rules (by column name, exact case):
-1. A table column the source lacks: nullable becomes null; required is an error.
-2. A source column the table lacks: an error, unless schema evolution is allowed; then it is added as an optional
-   column (structs, lists and maps included) with fresh field ids for it and every nested field, committed
-   atomically with the data.
+Rules (by field name, exact case, at every depth: top-level columns and the fields of structs, also inside lists
+and maps):
+1. A table field the source lacks: optional becomes null; required is an error.
+2. A source field the table lacks: an error, unless schema evolution is allowed; then it is added as an optional
+   field (structs, lists and maps included), committed atomically with the data. Fresh field ids are assigned as
+   Iceberg Java's ``UpdateSchema`` does: from the table's ``last-column-id`` on, each added field before its nested
+   fields (the fields of one struct before what they hold). Fields cannot be added to a map's key.
 3. Types must match, or be an Iceberg promotion (int -> long, float -> double, decimal precision widening); a
-   mismatch is an error naming the column and both types. Nested columns must cast to the table's type.
+   primitive where the table has a struct, list or map (or the reverse), and any narrowing, is an error naming the
+   field and both types.
 All problems are reported together in one ``UserInputError``.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from pyiceberg.io.pyarrow import _ConvertToIcebergWithoutIDs, schema_to_pyarrow, visit_pyarrow
+from pyiceberg.io.pyarrow import _ConvertToIcebergWithoutIDs, visit_pyarrow
 from pyiceberg.schema import Schema, assign_fresh_schema_ids
 from pyiceberg.types import (
     BinaryType,
@@ -27,9 +31,12 @@ from pyiceberg.types import (
     FloatType,
     IcebergType,
     IntegerType,
+    ListType,
     LongType,
+    MapType,
     NestedField,
     StringType,
+    StructType,
     TimestampType,
     TimestamptzType,
     TimeType,
@@ -50,70 +57,147 @@ class SchemaCheck:
 
     @property
     def evolves(self) -> bool:
-        """True when the write adds columns to the table."""
+        """True when the write adds fields to the table (top-level or nested)."""
         return bool(self.added_columns)
 
 
-def check_schema(table_name: str, table_schema: Schema, source: pa.Schema, *, allow_evolution: bool) -> SchemaCheck:
-    """Compare ``source`` with ``table_schema`` (module doc); returns the schema to write with."""
-    problems: list[str] = []
-    table_names = {f.name for f in table_schema.fields}
-    missing = [f for f in table_schema.fields if f.name not in source.names]
-    for table_field in missing:
-        if table_field.required:
-            problems.append(f"required column {table_field.name!r} is missing from the source")
-    for source_field in source:
-        if source_field.name not in table_names:
-            continue
-        table_field = table_schema.find_field(source_field.name)
-        problem = _type_problem(source_field, table_field)
-        if problem:
-            problems.append(problem)
-    extra = [f for f in source if f.name not in table_names]
-    new_fields: list[NestedField] = []
-    if extra and not allow_evolution:
-        problems.append(
-            f"source column(s) {', '.join(repr(f.name) for f in extra)} are not in the table; "
-            "pass --allow-schema-evolution to add them"
-        )
-    elif extra:
-        new_fields, problems_adding = _fields_to_add(extra, first_id=max(table_schema.highest_field_id, 0) + 1)
-        problems += problems_adding
-    if problems:
-        raise UserInputError(f"source does not fit table {table_name}: " + "; ".join(problems))
-    if not new_fields:
-        return SchemaCheck(table_schema, null_filled_columns=[f.name for f in missing])
+@dataclass
+class _Merge:
+    """What walking the source against the table found: problems, added and null-filled field paths, fresh ids."""
+
+    allow_evolution: bool
+    next_id: Callable[[], int]
+    problems: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    null_filled: list[str] = field(default_factory=list)
+
+
+def check_schema(
+    table_name: str,
+    table_schema: Schema,
+    source: pa.Schema,
+    *,
+    allow_evolution: bool,
+    last_column_id: int | None = None,
+    next_schema_id: int | None = None,
+) -> SchemaCheck:
+    """Compare ``source`` with ``table_schema`` (module doc); returns the schema to write with.
+
+    ``last_column_id`` and ``next_schema_id`` come from the table metadata (a dropped column's id is never reused);
+    without them, the schema's highest field id and its id + 1.
+    """
+    ids = itertools.count(max(table_schema.highest_field_id if last_column_id is None else last_column_id, 0) + 1)
+    merge = _Merge(allow_evolution, next_id=lambda: next(ids))
+    as_struct = pa.struct(list(source))
+    merged = _merge_struct("", as_struct, table_schema.as_struct(), merge, top_level=True)
+    if merge.problems:
+        raise UserInputError(f"source does not fit table {table_name}: " + "; ".join(merge.problems))
+    if not merge.added:
+        return SchemaCheck(table_schema, null_filled_columns=merge.null_filled)
     evolved = Schema(
-        *table_schema.fields,
-        *new_fields,
-        schema_id=table_schema.schema_id + 1,
+        *merged.fields,
+        schema_id=table_schema.schema_id + 1 if next_schema_id is None else next_schema_id,
         identifier_field_ids=table_schema.identifier_field_ids,
     )
-    return SchemaCheck(
-        evolved, added_columns=[f.name for f in new_fields], null_filled_columns=[f.name for f in missing]
-    )
+    return SchemaCheck(evolved, added_columns=merge.added, null_filled_columns=merge.null_filled)
 
 
-def _fields_to_add(extra: list[pa.Field], *, first_id: int) -> tuple[list[NestedField], list[str]]:
-    """Optional Iceberg fields for the source's extra columns, ids from ``first_id`` on (nested fields included)."""
-    next_ids = itertools.count(first_id)
+def _merge_struct(
+    path: str, source: pa.StructType, table: StructType, merge: _Merge, *, top_level: bool = False
+) -> StructType:
+    """The table's struct with the source's fields merged in (module doc); problems and additions go to ``merge``."""
+    noun = "column" if top_level else "field"
+    source_fields = {source.field(i).name: source.field(i) for i in range(source.num_fields)}
     fields: list[NestedField] = []
-    problems: list[str] = []
+    for table_field in table.fields:
+        name = path + table_field.name
+        source_field = source_fields.get(table_field.name)
+        if source_field is None:
+            if table_field.required:
+                merge.problems.append(f"required {noun} {name!r} is missing from the source")
+            merge.null_filled.append(name)
+            fields.append(table_field)
+            continue
+        merged_type = _merge_type(name, source_field.type, table_field.field_type, merge)
+        fields.append(table_field if merged_type is table_field.field_type else _with_type(table_field, merged_type))
+    table_names = {f.name for f in table.fields}
+    extra = [f for f in source_fields.values() if f.name not in table_names]
+    if extra and not merge.allow_evolution:
+        names = ", ".join(repr(path + f.name) for f in extra)
+        merge.problems.append(
+            f"source {noun}(s) {names} are not in the table; pass --allow-schema-evolution to add them"
+        )
+    elif extra:
+        fields += _fields_to_add(path, extra, merge)
+    if not extra and all(a is b for a, b in zip(fields, table.fields, strict=True)):
+        return table
+    return StructType(*fields)
+
+
+def _merge_type(name: str, source: pa.DataType, table: IcebergType, merge: _Merge) -> IcebergType:
+    """``table`` itself when nothing is added under it; else the widened type (problems go to ``merge``)."""
+    if table.is_primitive:
+        source_type = iceberg_type_of(source)
+        if source_type is None or not _fits(source_type, table):
+            shown = source_type if source_type is not None else source
+            merge.problems.append(f"column {name!r} has type {shown} in the source but {table} in the table")
+        return table
+    if isinstance(table, StructType) and pa.types.is_struct(source):
+        return _merge_struct(name + ".", source, table, merge)
+    if isinstance(table, ListType) and _is_list(source):
+        element = _merge_type(name + ".element", source.value_type, table.element_type, merge)
+        if element is table.element_type:
+            return table
+        return ListType(table.element_id, element, element_required=table.element_required)
+    if isinstance(table, MapType) and pa.types.is_map(source):
+        key_merge = _Merge(False, merge.next_id, merge.problems)
+        key = _merge_type(name + ".key", source.key_type, table.key_type, key_merge)
+        value = _merge_type(name + ".value", source.item_type, table.value_type, merge)
+        if key is table.key_type and value is table.value_type:
+            return table
+        return MapType(table.key_id, key, table.value_id, value, value_required=table.value_required)
+    merge.problems.append(f"column {name!r} has type {source} in the source but {table} in the table")
+    return table
+
+
+def _fields_to_add(path: str, extra: list[pa.Field], merge: _Merge) -> list[NestedField]:
+    """Optional Iceberg fields for the source's extra fields, with fresh ids (module doc, rule 2)."""
+    fields: list[NestedField] = []
     for extra_field in extra:
+        name = path + extra_field.name
         iceberg_type = iceberg_type_of(extra_field.type)
         if iceberg_type is None:
             try:
                 converted = visit_pyarrow(pa.schema([extra_field]), _ConvertToIcebergWithoutIDs())
             except (TypeError, ValueError) as error:
-                problems.append(
-                    f"source column {extra_field.name!r} has type {extra_field.type}, which cannot be added: {error}"
+                merge.problems.append(
+                    f"source column {name!r} has type {extra_field.type}, which cannot be added: {error}"
                 )
                 continue
-            (fresh,) = assign_fresh_schema_ids(converted, next_id=lambda: next(next_ids)).fields
+            (fresh,) = assign_fresh_schema_ids(converted, next_id=merge.next_id).fields
             fields.append(NestedField(fresh.field_id, extra_field.name, fresh.field_type, required=False))
-            continue
-        fields.append(NestedField(next(next_ids), extra_field.name, iceberg_type, required=False))
-    return fields, problems
+        else:
+            fields.append(NestedField(merge.next_id(), extra_field.name, iceberg_type, required=False))
+        merge.added.append(name)
+    return fields
+
+
+def _with_type(table_field: NestedField, field_type: IcebergType) -> NestedField:
+    return NestedField(
+        table_field.field_id,
+        table_field.name,
+        field_type,
+        required=table_field.required,
+        doc=table_field.doc,
+        initial_default=table_field.initial_default,
+        write_default=table_field.write_default,
+    )
+
+
+def _is_list(arrow_type: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type)
+    )
 
 
 def iceberg_type_of(arrow_type: pa.DataType) -> IcebergType | None:
@@ -138,23 +222,6 @@ def iceberg_type_of(arrow_type: pa.DataType) -> IcebergType | None:
         return TimeType()
     if pa.types.is_decimal(arrow_type):
         return DecimalType(arrow_type.precision, arrow_type.scale)
-    return None
-
-
-def _type_problem(source_field: pa.Field, table_field: NestedField) -> str | None:
-    """Why ``source_field`` cannot be written to ``table_field``, or None when it can."""
-    table_type = table_field.field_type
-    if table_type.is_primitive:
-        source_type = iceberg_type_of(source_field.type)
-        if source_type is not None and _fits(source_type, table_type):
-            return None
-        shown = source_type if source_type is not None else source_field.type
-        return f"column {source_field.name!r} has type {shown} in the source but {table_type} in the table"
-    target = schema_to_pyarrow(table_type, include_field_ids=False)
-    try:
-        pa.array([], type=source_field.type).cast(target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return f"column {source_field.name!r} has type {source_field.type} in the source but {table_type} in the table"
     return None
 
 

@@ -285,3 +285,35 @@ def test_schema_evolution_adds_nested_columns_that_read_back(spark, testing_cata
         {"id": 1, "point": None, "tags": None},
         {"id": 5, "point": {"lat": 1.5, "lon": -2.0}, "tags": ["a", "b"]},
     ]
+
+
+def test_schema_evolution_adds_fields_inside_existing_structs(spark, testing_catalog) -> None:
+    table = _table_name("struct_evolution")
+    first = spark.createDataFrame(
+        [(1, {"lat": 1.0, "lon": 2.0, "n": 5}, [{"k": "a"}])],
+        "id long, point struct<lat: double, lon: double, n: int>, items array<struct<k: string>>",
+    )
+    ingest(spark, CATALOG, table, first, IngestOptions(mode="append", create_if_missing=True))
+    # Fields in another order, one missing, one new in each struct (the one inside a list too), upserted by key.
+    wider = spark.createDataFrame(
+        [(1, {"alt": 9.5, "lon": 4.0, "lat": 3.0}, [{"v": 7, "k": "b"}, None]), (2, None, None)],
+        "id long, point struct<alt: double, lon: double, lat: double>, items array<struct<v: long, k: string>>",
+    )
+    options = IngestOptions(mode="upsert", key=("id",), allow_schema_evolution=True)
+    ingest(spark, CATALOG, table, wider, options)
+
+    loaded = testing_catalog.load_table(table)
+    assert loaded.metadata.last_column_id == 10 and loaded.current_snapshot().schema_id == loaded.schema().schema_id
+    assert str(loaded.schema().find_field("point").field_type) == (
+        "struct<4: lat: optional double, 5: lon: optional double, 6: n: optional int, 9: alt: optional double>"
+    )
+    assert loaded.schema().find_field("items.element.v").field_id == 10
+    assert open_read_session(CATALOG, table).to_arrow().sort_by("id").to_pylist() == [
+        {"id": 1, "point": {"lat": 3.0, "lon": 4.0, "n": None, "alt": 9.5}, "items": [{"k": "b", "v": 7}, None]},
+        {"id": 2, "point": None, "items": None},
+    ]
+    before = loaded.current_snapshot().snapshot_id
+    narrowed = spark.createDataFrame([(3, {"n": 1})], "id long, point struct<n: long>")
+    with pytest.raises(UserInputError, match=r"column 'point.n' has type long in the source but int in the table"):
+        ingest(spark, CATALOG, table, narrowed, IngestOptions(mode="append", allow_schema_evolution=True))
+    assert testing_catalog.load_table(table).current_snapshot().snapshot_id == before

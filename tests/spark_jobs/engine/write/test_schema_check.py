@@ -1,11 +1,20 @@
-"""Schema check: nulls for missing optional columns, errors naming columns and types, evolution by fresh ids."""
+"""Schema check: nulls for missing optional fields, errors naming fields and types, evolution by fresh ids."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
+from pyiceberg.types import (
+    DoubleType,
+    IntegerType,
+    ListType,
+    LongType,
+    MapType,
+    NestedField,
+    StringType,
+    StructType,
+)
 
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.write.schema_check import check_schema
@@ -73,3 +82,74 @@ def test_nested_extra_columns_get_fresh_ids_for_every_nested_field() -> None:
     attrs = checked.schema.find_field("attrs")
     assert (attrs.field_id, attrs.field_type.key_id, attrs.field_type.value_id) == (9, 10, 11)
     assert checked.schema.highest_field_id == 11
+
+
+NESTED = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "point", StructType(NestedField(3, "x", DoubleType(), required=True)), required=False),
+    NestedField(4, "items", ListType(5, StructType(NestedField(6, "k", StringType(), required=False)))),
+    NestedField(7, "attrs", MapType(8, StringType(), 9, StructType(NestedField(10, "a", IntegerType())))),
+    schema_id=3,
+)
+
+
+def test_fields_added_inside_existing_structs_take_ids_after_the_last_column_id() -> None:
+    source = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("point", pa.struct([("y", pa.float64()), ("x", pa.float64()), ("tag", pa.struct([("t", pa.string())]))])),
+            ("items", pa.list_(pa.struct([("k", pa.string()), ("n", pa.int64())]))),
+            ("attrs", pa.map_(pa.string(), pa.struct([("a", pa.int16()), ("b", pa.string())]))),
+        ]
+    )
+    checked = check_schema("ns.t", NESTED, source, allow_evolution=True, last_column_id=20, next_schema_id=7)
+    assert checked.added_columns == ["point.y", "point.tag", "items.element.n", "attrs.value.b"]
+    assert checked.schema.schema_id == 7
+    point = checked.schema.find_field("point")
+    assert [(f.field_id, f.name, f.required) for f in point.field_type.fields] == [
+        (3, "x", True),
+        (21, "y", False),
+        (22, "tag", False),
+    ]
+    assert checked.schema.find_field("point.tag.t").field_id == 23
+    assert (
+        str(checked.schema.find_field("items.element").field_type)
+        == "struct<6: k: optional string, 24: n: optional long>"
+    )
+    assert checked.schema.find_field("attrs.value.b").field_id == 25
+    assert checked.schema.find_field("attrs.value.a").field_type == IntegerType()  # a promotion keeps the table's type
+    assert checked.schema.highest_field_id == 25
+
+
+def test_nested_fields_are_not_added_without_evolution_and_absent_optional_ones_are_null_filled() -> None:
+    source = pa.schema([("id", pa.int64()), ("point", pa.struct([("x", pa.float64()), ("y", pa.float64())]))])
+    with pytest.raises(UserInputError, match=r"source field\(s\) 'point.y' are not in the table; pass --allow"):
+        check_schema("ns.t", NESTED, source, allow_evolution=False)
+    same = check_schema(
+        "ns.t",
+        NESTED,
+        pa.schema([("id", pa.int64()), ("point", pa.struct([("x", pa.float32())]))]),
+        allow_evolution=False,
+    )
+    assert same.schema is NESTED and not same.evolves and same.null_filled_columns == ["items", "attrs"]
+
+
+def test_unsafe_nested_changes_are_errors_naming_the_field() -> None:
+    source = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("point", pa.struct([("y", pa.float64())])),
+            ("items", pa.list_(pa.struct([("k", pa.int64())]))),
+            ("attrs", pa.map_(pa.struct([("s", pa.string())]), pa.struct([("a", pa.int64())]))),
+        ]
+    )
+    with pytest.raises(UserInputError) as raised:
+        check_schema("ns.t", NESTED, source, allow_evolution=True)
+    message = str(raised.value)
+    assert "required field 'point.x' is missing from the source" in message
+    assert "column 'items.element.k' has type long in the source but string in the table" in message
+    assert "column 'attrs.key' has type struct<s: string> in the source but string in the table" in message
+    assert "column 'attrs.value.a' has type long in the source but int in the table" in message
+    narrowed = pa.schema([("id", pa.int64()), ("point", pa.int64())])
+    with pytest.raises(UserInputError, match=r"column 'point' has type int64 in the source but struct"):
+        check_schema("ns.t", NESTED, narrowed, allow_evolution=True)
