@@ -58,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--partition-by", help="partition spec of a created table, e.g. 'day(ts),bucket(16,id)'")
     parser.add_argument("--sort-by", help="sort order of a created table, e.g. 'ts desc,id'")
-    parser.add_argument("--allow-schema-evolution", action="store_true", help="add source columns the table lacks")
+    parser.add_argument(
+        "--allow-schema-evolution", action="store_true", help="add source columns and struct fields the table lacks"
+    )
     return parser
 
 

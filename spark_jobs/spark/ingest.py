@@ -236,6 +236,7 @@ def _row_level(job: _Job) -> SnapshotChange | None:
     )
     required: set[str] = set()
     replaced_vectors: set[tuple[str, int]] = set()
+    replaced_position_deletes: set[str] = set()
     if not position_mode and keys_decide_partition(table, key, files):
         job.written += write_equality_deletes(batch_keys, context, key, None)
         job.outcome.rows_deleted = None
@@ -254,6 +255,14 @@ def _row_level(job: _Job) -> SnapshotChange | None:
             replaced_vectors = {
                 (dv.path, dv.content_offset) for path in required if (dv := live[path].deletion_vector) is not None
             }
+            # The new vectors hold their positions too: file-scoped position delete files (of a table written
+            # before it became v3) go, as Iceberg Java drops them; those naming other data files stay.
+            replaced_position_deletes = {
+                delete_file.path
+                for path in required
+                for delete_file in live[path].position_deletes
+                if delete_file.referenced_data_file == path
+            }
         elif position_mode:
             job.written += write_position_deletes(matched, context, partitions)
             required = {row[0] for row in matched.select("file_path").distinct().collect()}
@@ -267,6 +276,7 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         options,
         required,
         replaced_vectors=replaced_vectors,
+        replaced_position_deletes=replaced_position_deletes,
         deletion_vectors=table.metadata.format_version >= 3,
     )
 

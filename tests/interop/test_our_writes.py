@@ -25,7 +25,7 @@ import pytest
 from spark_jobs import compact as compact_job
 from spark_jobs import ingest as ingest_job
 from spark_jobs import maintain as maintain_job
-from tests.support.live_deletes import live_data_file_rows, live_deletion_vectors
+from tests.support.live_deletes import live_data_file_rows, live_deletion_vectors, live_position_delete_files
 from tests.support.table_model import Row, TableModel
 
 pytestmark = pytest.mark.spark
@@ -324,3 +324,61 @@ def test_a_puffin_file_with_two_vectors_reads_back_with_java(readers, tmp_path) 
         assert blob["properties"]["referenced-data-file"] == item["referenced_data_file"]
         assert blob["properties"]["cardinality"] == str(item["record_count"])
         assert blob["fields"] == [2147483645]
+
+
+def test_position_deletes_of_a_table_upgraded_to_v3_merge_into_deletion_vectors(
+    spark, readers, iceberg_java, tmp_path
+) -> None:
+    """A v2 table with position deletes (ours file-scoped, Java's partition-scoped), upgraded to v3 by Java.
+
+    Our row-level writes then add deletion vectors holding each data file's old positions too and drop the
+    file-scoped delete files they replace (as Java does); partition-scoped ones stay for the files without a vector.
+    """
+    table, model = table_name(2, "upgraded_to_v3"), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(30)), "append", *create_args(2), "--partition-by", "cat")
+    ingest(tmp_path, table, rows(range(30, 60)), "append")
+    model.append(rows(range(60)))
+    ours_v2 = rows([3, 4])  # cat a and cat b, one data file each: file-scoped position delete files
+    ingest(tmp_path, table, ours_v2, "delete", "--key", "id", "--delete-mode", "position")
+    model.delete(ours_v2, ["id"])
+    java_table = f"{CATALOG}.{table}"
+    iceberg_java.sql(
+        f"ALTER TABLE {java_table} SET TBLPROPERTIES "
+        "('write.delete.mode'='merge-on-read', 'write.delete.granularity'='partition')"
+    )
+    iceberg_java.sql(f"DELETE FROM {java_table} WHERE id IN (6, 36, 7, 37)")  # both files of cat a and of cat b
+    model.delete(rows([6, 36, 7, 37]), ["id"])
+    iceberg_java.sql(f"ALTER TABLE {java_table} SET TBLPROPERTIES ('format-version'='3')")
+
+    files_of = {  # data file -> its ids in file order (row positions)
+        path: pq.read_table(path.removeprefix("file:").removeprefix("//"), columns=["id"]).column("id").to_pylist()
+        for path in live_data_file_rows(_load(table))
+    }
+    a_first, a_second = (next(p for p, ids in files_of.items() if i in ids) for i in (3, 36))
+    before = live_position_delete_files(_load(table))  # delete file -> the data file it is scoped to, or None
+    assert a_first in before.values() and list(before.values()).count(None) == 2, before
+    upserted = rows([9, 12, 61], version=1)  # cat a, first file: its vector merges ids 3 and 6
+    ingest(tmp_path, table, upserted, "upsert", "--key", "id")
+    model.upsert(upserted, ["id"])
+    for deleted in (rows([39]), rows([15])):  # the second file of cat a; then the first file's vector again
+        ingest(tmp_path, table, deleted, "delete", "--key", "id")
+        model.delete(deleted, ["id"])
+
+    loaded = _load(table)
+    assert loaded.metadata.format_version == 3
+    vectors = dict(
+        (vector.referenced_data_file, positions)
+        for vector, positions in live_deletion_vectors(loaded, position_delete_files=True)
+    )
+    assert sorted(vectors) == sorted([a_first, a_second])
+    assert [files_of[a_first][p] for p in vectors[a_first]] == [3, 6, 9, 12, 15]
+    assert [files_of[a_second][p] for p in vectors[a_second]] == [36, 39]
+    # ours for cat a's first file went with the first vector; ours for cat b and Java's partition-scoped files stay
+    assert live_position_delete_files(loaded) == {path: s for path, s in before.items() if s != a_first}
+    readers.check(table, model)
+
+
+def _load(table: str):
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    return load_catalog(CATALOG).load_table(table)

@@ -6,6 +6,7 @@ from pyiceberg.manifest import DataFileContent, FileFormat
 from pyiceberg.table import Table
 
 from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
+from spark_jobs.engine.planning.delete_index import file_scope
 from spark_jobs.engine.planning.scan_tasks import DeletionVector
 from spark_jobs.engine.table.manifest_entries import (
     content_offset,
@@ -15,15 +16,20 @@ from spark_jobs.engine.table.manifest_entries import (
 )
 
 
-def live_deletion_vectors(table: Table) -> list[tuple[DeletionVector, list[int]]]:
-    """Every live deletion vector and its positions; fails on a position delete file (v3 writes none)."""
+def live_deletion_vectors(
+    table: Table, *, position_delete_files: bool = False
+) -> list[tuple[DeletionVector, list[int]]]:
+    """Every live deletion vector and its positions; fails on a position delete file (v3 writes none) unless
+    ``position_delete_files`` (a table that was v2 may keep some)."""
     found = []
     for manifest in table.current_snapshot().manifests(table.io):
         for entry in read_live_entries(manifest, table.io):
             data_file = entry.data_file
             if data_file.content != DataFileContent.POSITION_DELETES:
                 continue
-            assert data_file.file_format == FileFormat.PUFFIN, f"{data_file.file_path} is a position delete file"
+            if data_file.file_format != FileFormat.PUFFIN:
+                assert position_delete_files, f"{data_file.file_path} is a position delete file"
+                continue
             vector = DeletionVector(
                 data_file.file_path,
                 content_offset(data_file),
@@ -44,3 +50,15 @@ def live_data_file_rows(table: Table) -> dict[str, int]:
             if entry.data_file.content == DataFileContent.DATA:
                 rows[entry.data_file.file_path] = entry.data_file.record_count
     return rows
+
+
+def live_position_delete_files(table: Table) -> dict[str, str | None]:
+    """Every live position delete file (Parquet, not a deletion vector) and the one data file it is scoped to
+    (``referenced_data_file``, or equal ``file_path`` bounds), None when it may name several."""
+    found = {}
+    for manifest in table.current_snapshot().manifests(table.io):
+        for entry in read_live_entries(manifest, table.io):
+            data_file = entry.data_file
+            if data_file.content == DataFileContent.POSITION_DELETES and data_file.file_format != FileFormat.PUFFIN:
+                found[data_file.file_path] = file_scope(data_file)
+    return found

@@ -6,8 +6,9 @@
 3. ``row_level_change``: delete files (position or equality) and, for an upsert, the new data files; its operation
    follows what it adds. A position-mode delete stays valid when data was appended meanwhile (its deletes name
    their rows); anything else refuses new data anywhere. The data files its position deletes point at must stay
-   live. On v3 its deletion vectors replace the data files' old ones in the same commit, and a concurrent delete
-   for those data files is a conflict (two vectors for one file would each miss the other's rows).
+   live. On v3 its deletion vectors replace the data files' old ones in the same commit (and their file-scoped
+   position delete files, left by a table written as v2: the vectors merge their positions), and a concurrent
+   delete for those data files is a conflict (two vectors for one file would each miss the other's rows).
 4. ``for_commit``: what every ingest commit carries: the idempotency key, the mode in the summary, and a schema
    change committed atomically with the data.
 """
@@ -62,12 +63,14 @@ def row_level_change(
     required_paths: set[str],
     *,
     replaced_vectors: set[tuple[str, int]] | None = None,
+    replaced_position_deletes: set[str] | None = None,
     deletion_vectors: bool = False,
 ) -> SnapshotChange | None:
     """Upsert or delete by key: the delete files and new data written, validated as the module doc says.
 
-    With ``deletion_vectors`` (v3), ``replaced_vectors`` (Puffin path, offset) are the data files' old vectors the
-    new ones merge, removed in the same commit, and no concurrent delete may land for ``required_paths``.
+    With ``deletion_vectors`` (v3), ``replaced_vectors`` (Puffin path, offset) are the data files' old vectors and
+    ``replaced_position_deletes`` their file-scoped position delete files, which the new vectors merge: both are
+    removed in the same commit, and no concurrent delete may land for ``required_paths``.
     """
     data = [to_data_file(item) for item in written if item["content"] == DATA_CONTENT]
     deletes = [to_data_file(item) for item in written if item["content"] != DATA_CONTENT]
@@ -81,6 +84,7 @@ def row_level_change(
         no_new_data_in_partitions=set() if pure_position_delete else None,
         required_data_file_paths=required_paths,
         removed_deletion_vectors=set(replaced_vectors or ()),
+        removed_delete_file_paths=set(replaced_position_deletes or ()),
         no_new_deletes_for_data_files=set(required_paths) if deletion_vectors else set(),
     )
 

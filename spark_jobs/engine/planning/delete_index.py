@@ -160,9 +160,7 @@ class DeleteFileIndex:
             self._deletion_vectors_by_path[deletion_vector.referenced_data_file].append((partition, deletion_vector))
         elif delete_file.content == DataFileContent.POSITION_DELETES:
             lower_path, upper_path = _path_bounds(delete_file)
-            target = referenced_data_file(delete_file)
-            if target is None and lower_path is not None and lower_path == upper_path:
-                target = lower_path.decode("utf-8", errors="replace")
+            target = file_scope(delete_file)
             position_delete = _position_delete_file(delete_file, sequence_number, target)
             if target is not None:
                 self._position_deletes_by_path[target].add(sequence_number, (partition, position_delete))
@@ -259,6 +257,16 @@ def _is_nan(value: Any) -> bool:
 def _data_sequence_number(entry: ManifestEntry) -> int:
     """The entry's data sequence number (inherited from its manifest when not written)."""
     return entry.sequence_number if entry.sequence_number is not None else INITIAL_SEQUENCE_NUMBER
+
+
+def file_scope(delete_file: DataFile) -> str | None:
+    """The one data file a position delete file holds positions for (``referenced_data_file``, or equal
+    ``file_path`` bounds: Iceberg Java's ``ContentFileUtil.isFileScoped``), None when it may hold several."""
+    target = referenced_data_file(delete_file)
+    lower_path, upper_path = _path_bounds(delete_file)
+    if target is None and lower_path is not None and lower_path == upper_path:
+        target = lower_path.decode("utf-8", errors="replace")
+    return target
 
 
 def _path_bounds(delete_file: DataFile) -> tuple[bytes | None, bytes | None]:

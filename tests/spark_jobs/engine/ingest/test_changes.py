@@ -70,8 +70,15 @@ def test_deletion_vectors_replace_the_old_ones_and_refuse_concurrent_deletes(sql
     _, _, deletes = _written(sql_catalog)
     options = IngestOptions(mode="delete", key=("id",))
     old = {("old-dv.puffin", 4)}
-    change = row_level_change(deletes, options, {"d.parquet"}, replaced_vectors=old, deletion_vectors=True)
-    assert change.removed_deletion_vectors == old
+    change = row_level_change(
+        deletes,
+        options,
+        {"d.parquet"},
+        replaced_vectors=old,
+        replaced_position_deletes={"d-deletes.parquet"},
+        deletion_vectors=True,
+    )
+    assert change.removed_deletion_vectors == old and change.removed_delete_file_paths == {"d-deletes.parquet"}
     assert change.no_new_deletes_for_data_files == {"d.parquet"} and change.required_data_file_paths == {"d.parquet"}
 
 
