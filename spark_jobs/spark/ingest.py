@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pyiceberg.catalog import Catalog
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table
-from pyspark.sql import DataFrame, SparkSession
+from pyiceberg.types import StructType
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql.types import StructType as SparkStructType
 
 from spark_jobs.engine.commit.committer import (
     CommitOutcomeUnknownError,
@@ -162,22 +166,44 @@ def _check_source(table: Table, source: DataFrame, options: IngestOptions) -> Sc
     table_name = ".".join(table.name())
     checked = check_source_schema(table, arrow_schema_of(source.schema), options)
     if options.mode != "delete":
-        _check_required_columns(table_name, source, [f.name for f in table.schema().fields if f.required])
+        _check_required_columns(table_name, source, table.schema())
     if options.key:
         _check_keys(table_name, source, list(options.key), unique=options.mode == "upsert")
     return checked
 
 
-def _check_required_columns(table_name: str, source: DataFrame, required: list[str]) -> None:
-    """A column the table requires may hold no null in the source."""
-    present = [name for name in required if name in source.columns]
-    if not present:
+def _check_required_columns(table_name: str, source: DataFrame, schema: Schema) -> None:
+    """A column the table requires may hold no null in the source, nor a required field of a struct that is there."""
+    conditions = {
+        ".".join(path): condition for path, condition in _nulls_in_required(schema.as_struct(), source.schema)
+    }
+    if not conditions:
         return
-    counts = source.agg(*[F.count(F.when(F.col(f"`{name}`").isNull(), 1)).alias(name) for name in present]).first()
-    with_nulls = {name: counts[name] for name in present if counts is not None and counts[name]}
+    counts = source.agg(*[F.count(F.when(c, 1)).alias(f"n{i}") for i, c in enumerate(conditions.values())]).first()
+    with_nulls = {name: counts[i] for i, name in enumerate(conditions) if counts is not None and counts[i]}
     if with_nulls:
         detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
         raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
+
+
+def _nulls_in_required(
+    table_struct: StructType, source: SparkStructType, parent: Column | None = None, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], Column]]:
+    """(path, condition true for a row with a null there) of each required field the source holds, through structs
+    (a field of a struct that is null itself is not missing)."""
+    source_fields = {f.name: f.dataType for f in source.fields}
+    for table_field in table_struct.fields:
+        if table_field.name not in source_fields:
+            continue
+        column = F.col(f"`{table_field.name}`") if parent is None else parent.getField(table_field.name)
+        if table_field.required:
+            yield (*path, table_field.name), column.isNull()
+        source_type = source_fields[table_field.name]
+        if isinstance(table_field.field_type, StructType) and isinstance(source_type, SparkStructType):
+            for nested_path, condition in _nulls_in_required(
+                table_field.field_type, source_type, column, (*path, table_field.name)
+            ):
+                yield nested_path, column.isNotNull() & condition
 
 
 def _check_keys(table_name: str, source: DataFrame, key: list[str], *, unique: bool) -> None:

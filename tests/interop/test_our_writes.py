@@ -25,7 +25,12 @@ import pytest
 from spark_jobs import compact as compact_job
 from spark_jobs import ingest as ingest_job
 from spark_jobs import maintain as maintain_job
-from tests.support.live_deletes import live_data_file_rows, live_deletion_vectors, live_position_delete_files
+from tests.support.live_deletes import (
+    live_data_file_first_row_ids,
+    live_data_file_rows,
+    live_deletion_vectors,
+    live_position_delete_files,
+)
 from tests.support.table_model import Row, TableModel
 
 pytestmark = pytest.mark.spark
@@ -333,6 +338,8 @@ def test_position_deletes_of_a_table_upgraded_to_v3_merge_into_deletion_vectors(
 
     Our row-level writes then add deletion vectors holding each data file's old positions too and drop the
     file-scoped delete files they replace (as Java does); partition-scoped ones stay for the files without a vector.
+    Java then deletes on top of our vectors, and reads row ids that follow the first row ids our commits assigned
+    (the files written before the upgrade included).
     """
     table, model = table_name(2, "upgraded_to_v3"), TableModel(SCHEMA)
     ingest(tmp_path, table, rows(range(30)), "append", *create_args(2), "--partition-by", "cat")
@@ -375,7 +382,14 @@ def test_position_deletes_of_a_table_upgraded_to_v3_merge_into_deletion_vectors(
     assert [files_of[a_second][p] for p in vectors[a_second]] == [36, 39]
     # ours for cat a's first file went with the first vector; ours for cat b and Java's partition-scoped files stay
     assert live_position_delete_files(loaded) == {path: s for path, s in before.items() if s != a_first}
+    # Java writes on after us (its vector merges ours), and its row ids are the first row ids our commits assigned
+    iceberg_java.sql(f"DELETE FROM {java_table} WHERE id = 42")  # cat a, second file
+    model.delete(rows([42]), ["id"])
     readers.check(table, model)
+    first_row_ids = {normalize(path): first for path, first in live_data_file_first_row_ids(_load(table)).items()}
+    lineage = iceberg_java.sql(f"SELECT _file, _pos, _row_id FROM {java_table}")
+    assert len(lineage) == len(model.rows) and len({row_id for _, _, row_id in lineage}) == len(lineage)
+    assert all(row_id == first_row_ids[normalize(path)] + pos for path, pos, row_id in lineage)
 
 
 def _load(table: str):

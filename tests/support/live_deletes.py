@@ -11,7 +11,9 @@ from spark_jobs.engine.planning.scan_tasks import DeletionVector
 from spark_jobs.engine.table.manifest_entries import (
     content_offset,
     content_size_in_bytes,
+    first_row_id,
     read_live_entries,
+    read_manifest_list,
     referenced_data_file,
 )
 
@@ -61,4 +63,14 @@ def live_position_delete_files(table: Table) -> dict[str, str | None]:
             data_file = entry.data_file
             if data_file.content == DataFileContent.POSITION_DELETES and data_file.file_format != FileFormat.PUFFIN:
                 found[data_file.file_path] = file_scope(data_file)
+    return found
+
+
+def live_data_file_first_row_ids(table: Table) -> dict[str, int | None]:
+    """Every live data file of the current snapshot and its first row id (v3 row lineage, inherited as read)."""
+    found = {}
+    for manifest in read_manifest_list(table.current_snapshot(), table.io):
+        for entry in read_live_entries(manifest, table.io):
+            if entry.data_file.content == DataFileContent.DATA:
+                found[entry.data_file.file_path] = first_row_id(entry.data_file)
     return found

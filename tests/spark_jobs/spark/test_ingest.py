@@ -256,14 +256,22 @@ def test_nulls_in_a_required_column_are_bad_input(spark, testing_catalog) -> Non
 
     testing_catalog.create_namespace_if_not_exists("ingest_tests")
     name = _table_name("required")
+    point = pa.struct([pa.field("x", pa.float64(), nullable=False), pa.field("y", pa.float64())])
     testing_catalog.create_table(
         name,
-        pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())]),
+        pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()), ("point", point)]),
         properties={"format-version": "2"},
     )
     frame = spark.createDataFrame([(1, "a"), (None, "b"), (None, "c")], "id long, name string")
     with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 2 row"):
         ingest(spark, CATALOG, name, frame, IngestOptions(mode="append"))
+    # a required field of a struct: null where its struct is not (a null struct is fine)
+    nested = spark.createDataFrame(
+        [(1, {"x": None, "y": 1.0}), (2, None), (3, {"x": 2.0, "y": None})],
+        "id long, point struct<x: double, y: double>",
+    )
+    with pytest.raises(UserInputError, match=r"requires: 'point.x' in 1 row\(s\)$"):
+        ingest(spark, CATALOG, name, nested, IngestOptions(mode="append"))
     assert testing_catalog.load_table(name).current_snapshot() is None
 
 
