@@ -45,7 +45,7 @@ from spark_jobs.engine.compaction.rewrite_tasks import (
 )
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.job_files import delete_leftovers
-from spark_jobs.spark.scan import ScanMetricsParam
+from spark_jobs.spark.scan import ScanMetricsParam, task_payloads, task_rows
 from spark_jobs.spark.shuffle_rewrite import run_shuffle_wave
 from spark_jobs.spark.write import task_attempt_tag
 
@@ -112,25 +112,24 @@ def _run_wave(
 ) -> list[tuple[int, dict[str, Any]]]:
     """Run ``tasks`` as one Spark job (one Spark task each); (group index, written file) pairs."""
     accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
-    payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in tasks]
+    payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
+    task_frame, closed_over = task_rows(spark, payloads)
 
     def rewrite_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         metrics = ScanMetrics()
-        for batch in batches:
-            for payload in batch.column(0).to_pylist():
-                task = pickle.loads(payload)
-                written = rewrite_task(task, contexts, metrics, task_attempt_tag())
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        pa.array([task.group_index] * len(written), pa.int32()),
-                        pa.array([pickle.dumps(item) for item in written], pa.binary()),
-                    ],
-                    names=["group_index", "file"],
-                )
+        for payload in task_payloads(batches, closed_over):
+            task = pickle.loads(payload)
+            written = rewrite_task(task, contexts, metrics, task_attempt_tag())
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array([task.group_index] * len(written), pa.int32()),
+                    pa.array([pickle.dumps(item) for item in written], pa.binary()),
+                ],
+                names=["group_index", "file"],
+            )
         accumulator.add(metrics.as_dict())
 
-    frame = spark.sparkContext.parallelize(payloads, numSlices=len(payloads)).toDF("task binary")
-    rows = frame.mapInArrow(rewrite_partition, _OUTPUT_SCHEMA).collect()
+    rows = task_frame.mapInArrow(rewrite_partition, _OUTPUT_SCHEMA).collect()
     if counters is not None:
         for key, value in accumulator.value.items():
             setattr(counters, key, getattr(counters, key) + value)

@@ -31,7 +31,9 @@ from spark_jobs.engine.read.task_scan import read_task
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
 
-TASK_ROWS_SCHEMA = StructType([StructField("task binary", BinaryType(), nullable=False)])  # a pickled ScanTask per row
+TASK_ROWS_SCHEMA = StructType([StructField("task binary", BinaryType(), nullable=False)])  # a pickled task per row
+# Work up to this size in all is closed over by a mapInArrow function rather than carried in its rows (task_rows).
+CLOSED_OVER_PAYLOAD_BYTES = 1024 * 1024
 
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -60,6 +62,32 @@ class ScanMetricsParam(AccumulatorParam):
         return value1
 
 
+def task_rows(spark: SparkSession, payloads: Sequence[bytes]) -> tuple[DataFrame, Sequence[bytes]]:
+    """One row per Spark partition naming each task's pickled work, and what the ``mapInArrow`` function closes over.
+
+    Up to ``CLOSED_OVER_PAYLOAD_BYTES`` of work in all, the rows are ``id`` 0 .. n - 1 made by the JVM
+    (``spark.range``) and each task finds its work by that index in ``payloads``, which the function closes over:
+    rows built from a Python collection cost a Python evaluation per task before the real one. Beyond that bound
+    every task would unpickle all of the work with its function, so each row carries its own payload instead (built
+    with an explicit schema: ``toDF`` with names only would run a Spark job to infer the type) and nothing is
+    closed over. ``task_payloads`` reads either kind of row.
+    """
+    if sum(len(payload) for payload in payloads) <= CLOSED_OVER_PAYLOAD_BYTES:
+        return spark.range(0, len(payloads), 1, numPartitions=len(payloads)), payloads
+    rows = spark.sparkContext.parallelize([(payload,) for payload in payloads], numSlices=len(payloads))
+    return spark.createDataFrame(rows, TASK_ROWS_SCHEMA, verifySchema=False), ()
+
+
+def task_payloads(batches: Iterator[pa.RecordBatch], closed_over: Sequence[bytes]) -> Iterator[bytes]:
+    """The pickled work of the ``task_rows`` a ``mapInArrow`` function receives (indexes into ``closed_over``)."""
+    for batch in batches:
+        column = batch.column(0)
+        if pa.types.is_integer(column.type):
+            yield from (closed_over[index] for index in column.to_pylist())
+        else:
+            yield from column.to_pylist()
+
+
 def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[DataFrame, Accumulator[dict[str, int]]]:
     """A DataFrame reading ``session``'s tasks, and the accumulator its executors add their counters to."""
     return dataframe_from_tasks(spark, session.tasks, session.context)
@@ -72,23 +100,19 @@ def dataframe_from_tasks(
     spark_schema = spark_schema_of(context.output_schema)
     arrow_schema = spark_arrow_schema_of(context.output_schema)
     accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
-    payloads = [(pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL),) for task in tasks]
+    payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
     if not payloads:
         return spark.createDataFrame([], spark_schema), accumulator
-    # An explicit schema: ``toDF`` with column names only would run a Spark job to infer the column's type.
-    task_rows = spark.createDataFrame(
-        spark.sparkContext.parallelize(payloads, numSlices=len(payloads)), TASK_ROWS_SCHEMA, verifySchema=False
-    )
+    rows, closed_over = task_rows(spark, payloads)
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         metrics = ScanMetrics()
-        for batch in batches:
-            for payload in batch.column(0).to_pylist():
-                for out in read_task(pickle.loads(payload), context, metrics):
-                    yield conform_batch(out, arrow_schema)
+        for payload in task_payloads(batches, closed_over):
+            for out in read_task(pickle.loads(payload), context, metrics):
+                yield conform_batch(out, arrow_schema)
         accumulator.add(metrics.as_dict())
 
-    return task_rows.mapInArrow(read_partition, spark_schema), accumulator
+    return rows.mapInArrow(read_partition, spark_schema), accumulator
 
 
 def dataframe_from_source(spark: SparkSession, options: dict[str, Any], schema: StructType | None = None) -> DataFrame:

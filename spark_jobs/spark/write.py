@@ -33,7 +33,7 @@ from spark_jobs.engine.write.write_context import (
     write_equality_delete_rows,
     write_position_delete_rows,
 )
-from spark_jobs.spark.scan import TASK_ROWS_SCHEMA
+from spark_jobs.spark.scan import task_payloads, task_rows
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 FILE_COLUMN = "file"
@@ -100,27 +100,24 @@ def key_positions(spark: SparkSession, files: Sequence[tuple[DataFileSlice, int]
     spark_arrow = spark_arrow_schema_of(output)
     if not files:
         return spark.createDataFrame([], spark_schema)
-    payloads = [(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL),) for item in files]
+    payloads = [pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in files]
+    rows, closed_over = task_rows(spark, payloads)
 
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         metrics = ScanMetrics()
-        for batch in batches:
-            for payload in batch.column(0).to_pylist():
-                data_file, ordinal = pickle.loads(payload)
-                for rows in read_slice(data_file, context, metrics):
-                    count = rows.num_rows
-                    columns = [
-                        pa.repeat(pa.scalar(data_file.path, pa.string()), count),
-                        rows.column(ROW_POSITION.name),
-                        pa.repeat(pa.scalar(ordinal, pa.int32()), count),
-                        *(rows.column(field.name) for field in key_fields),
-                    ]
-                    yield conform_batch(pa.RecordBatch.from_arrays(columns, schema=output), spark_arrow)
+        for payload in task_payloads(batches, closed_over):
+            data_file, ordinal = pickle.loads(payload)
+            for rows in read_slice(data_file, context, metrics):
+                count = rows.num_rows
+                columns = [
+                    pa.repeat(pa.scalar(data_file.path, pa.string()), count),
+                    rows.column(ROW_POSITION.name),
+                    pa.repeat(pa.scalar(ordinal, pa.int32()), count),
+                    *(rows.column(field.name) for field in key_fields),
+                ]
+                yield conform_batch(pa.RecordBatch.from_arrays(columns, schema=output), spark_arrow)
 
-    task_rows = spark.createDataFrame(
-        spark.sparkContext.parallelize(payloads, numSlices=len(payloads)), TASK_ROWS_SCHEMA, verifySchema=False
-    )
-    return task_rows.mapInArrow(read_keys, spark_schema)
+    return rows.mapInArrow(read_keys, spark_schema)
 
 
 def _rows_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.spark import scan
 from spark_jobs.spark.scan import (
     FILTER_PUSHDOWN_CONF,
     ScanMetricsParam,
@@ -13,7 +16,12 @@ from spark_jobs.spark.scan import (
 )
 
 
-def test_the_dataframe_reads_the_sessions_rows_and_sums_the_executors_counters(spark, conformance_catalog) -> None:
+@pytest.mark.parametrize("closed_over_bytes", [scan.CLOSED_OVER_PAYLOAD_BYTES, 0], ids=["closed-over", "in-rows"])
+def test_the_dataframe_reads_the_sessions_rows_and_sums_the_executors_counters(
+    spark, conformance_catalog, monkeypatch, closed_over_bytes
+) -> None:
+    # Small plans ride in the task function, large ones in the task rows: both routes read the same rows.
+    monkeypatch.setattr(scan, "CLOSED_OVER_PAYLOAD_BYTES", closed_over_bytes)
     session = open_read_session(conformance_catalog, "corpus.mor_v2_pos", columns=["id"], row_filter="id < 500")
     expected = sorted(session.to_arrow().column("id").to_pylist())
     frame, accumulator = dataframe_from_session(spark, session)
