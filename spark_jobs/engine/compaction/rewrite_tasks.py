@@ -29,7 +29,7 @@ from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
 from spark_jobs.engine.read.session import build_scan_context
-from spark_jobs.engine.read.task_scan import read_slice
+from spark_jobs.engine.read.task_scan import read_slices
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.write_context import WriteContext, write_data_stream
 
@@ -87,8 +87,7 @@ def rewrite_contexts(table: Table, plan: RewritePlan, tasks: list[RewriteTask]) 
 
 def read_task_batches(task: RewriteTask, context: ScanContext, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
     """The surviving rows of the task's slices, deletes applied, batch by batch in the scan's output schema."""
-    for data_file_slice in task.slices:
-        yield from read_slice(data_file_slice, context, metrics)
+    yield from read_slices(task.slices, context, metrics)
 
 
 def rewrite_task(

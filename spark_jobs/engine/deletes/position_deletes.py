@@ -43,6 +43,7 @@ _FILE_PATH_NAME = "file_path"
 _POS_NAME = "pos"
 _ENTRY_OVERHEAD_BYTES = 100
 
+
 def load_deleted_positions(
     data_file: DataFileSlice,
     *,

@@ -71,6 +71,7 @@ from spark_jobs.engine.parquet.row_selection import select_rows
 from spark_jobs.engine.parquet.schema_projection import file_schema_of
 from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.shared.bounded_cache import BoundedCache
 from spark_jobs.engine.shared.deleted_positions import NO_DELETED_POSITIONS, DeletedPositions, DeletedPositionsKind
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.shared.row_predicate import PredicateKind, RowPredicate
@@ -85,6 +86,10 @@ INDEX_PREFETCH_MAX_BYTES = 1024 * 1024
 # On an object store, a unit whose projected columns are at most this many compressed bytes reads them in the same
 # request as the filter's columns: a second request would cost more than the bytes late materialization may save.
 REMOTE_EAGER_MAX_BYTES = 1024 * 1024
+# A decoding unit decodes its columns on Arrow's threads from this many uncompressed bytes (all its columns) on.
+THREADED_DECODE_MIN_BYTES = 1024 * 1024
+# Leaf columns and Iceberg schema derived from a file schema, shared by the files written with that schema.
+_LAYOUTS = BoundedCache(16 * 1024 * 1024)
 
 
 def read_data_file(
@@ -150,15 +155,16 @@ def read_data_file(
         # pre_buffer coalesces the column chunk reads of one call into few ranged reads: for object stores; on a
         # local disk it only adds a copy.
         pre_buffer = native_file and not _is_local(data_file.path)
+        plan_sizes = {row_group: metadata.row_group(row_group).total_byte_size for row_group in scanned}
 
         def decode_unit(unit: list[int], unit_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
             # Own reader (and, when decoding ahead, own counters) per call: units may decode on several threads.
             # Arrow's threads (pre-buffering, parallel column decoding) are used for Arrow-native files only: with a
             # Python file object they may still hold it at interpreter exit and abort the process.
             parquet_file = pq.ParquetFile(stream, metadata=metadata, pre_buffer=pre_buffer)
-            columns = RowGroupColumns(
-                parquet_file, unit, resolver, unit_metrics, data_file.path, use_threads=native_file
-            )
+            # Arrow's threads cost more than they give on small units (a small file's single row group).
+            threaded = native_file and sum(plan_sizes[row_group] for row_group in unit) >= THREADED_DECODE_MIN_BYTES
+            columns = RowGroupColumns(parquet_file, unit, resolver, unit_metrics, data_file.path, use_threads=threaded)
             predicates = predicates_by_row_group[unit[0]]
             remote_and_small = pre_buffer and (
                 sum(resolver.compressed_bytes(metadata.row_group(rg), output_top_level_ids) for rg in unit)
@@ -207,19 +213,29 @@ def read_data_file(
 def _file_layout(footer: ParquetFooter, name_mapping_json: str | None) -> tuple[list[LeafColumn], Schema]:
     """The file's leaf columns and Iceberg schema, derived once per cached footer (and name mapping).
 
-    A file without field ids gets them from the table's name mapping, when the table has one.
+    A file without field ids gets them from the table's name mapping, when the table has one. Files written with the
+    same Parquet and Arrow schemas (the usual case: one writer, many files) share one derivation (``_LAYOUTS``).
     """
     key = ("layout", name_mapping_json)
     layout = footer.derived.get(key)
     if layout is None:
         arrow_schema = footer.metadata.schema.to_arrow_schema()
-        mapping = parse_name_mapping(name_mapping_json)
-        if mapping is not None and not has_field_ids(arrow_schema):
-            arrow_schema = apply_name_mapping(arrow_schema, mapping, footer.path)
-            file_schema = file_schema_of(mapped_fields_only(arrow_schema), footer.path)
-        else:
-            file_schema = file_schema_of(arrow_schema, footer.path)
-        layout = (file_leaf_columns(footer.metadata.schema, arrow_schema), file_schema)
+        # The Parquet schema's text names every leaf's physical and logical type and field id: two files whose Arrow
+        # schemas agree may still store a column differently (a decimal as INT32 or as FIXED_LEN_BYTE_ARRAY), and
+        # their statistics must be decoded by their own physical type.
+        parquet_schema = str(footer.metadata.schema).partition("\n")[2]
+        schema_key = (parquet_schema, arrow_schema.serialize().to_pybytes(), name_mapping_json)
+        layout = _LAYOUTS.get(schema_key)
+        if layout is None:
+            mapping = parse_name_mapping(name_mapping_json)
+            if mapping is not None and not has_field_ids(arrow_schema):
+                arrow_schema = apply_name_mapping(arrow_schema, mapping, footer.path)
+                file_schema = file_schema_of(mapped_fields_only(arrow_schema), footer.path)
+            else:
+                file_schema = file_schema_of(arrow_schema, footer.path)
+            layout = (file_leaf_columns(footer.metadata.schema, arrow_schema), file_schema)
+            # Weighed as a few times the serialized schema: leaf descriptions and the pydantic schema it derives.
+            _LAYOUTS.put(schema_key, layout, 8 * (len(parquet_schema) + len(schema_key[1])))
         footer.derived[key] = layout
     return layout
 

@@ -12,12 +12,12 @@ its time, so a few row groups decoding at once keep both cores of a task busy:
 
 from __future__ import annotations
 
-import os
-import threading
 from collections import deque
 from collections.abc import Callable, Generator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
+
+from spark_jobs.engine.shared.thread_pools import process_thread_pool
 
 READ_AHEAD_THREADS = 3  # row groups decoded concurrently (3 beat 2 and 4 on the read benchmark, 2 cores)
 T = TypeVar("T")
@@ -44,17 +44,6 @@ def map_ahead(decode: Callable[[Unit], T], row_groups: list[Unit]) -> Generator[
         wait(pending)  # nothing may still read the file once the caller closes it
 
 
-_READ_AHEAD_POOLS: dict[int, ThreadPoolExecutor] = {}
-_READ_AHEAD_POOLS_LOCK = threading.Lock()
-
-
 def _read_ahead_pool() -> ThreadPoolExecutor:
     """The process's decoding threads, created on first use (and again in a forked child, which has none)."""
-    process_id = os.getpid()
-    with _READ_AHEAD_POOLS_LOCK:
-        pool = _READ_AHEAD_POOLS.get(process_id)
-        if pool is None:
-            _READ_AHEAD_POOLS.clear()
-            pool = ThreadPoolExecutor(max_workers=READ_AHEAD_THREADS, thread_name_prefix="parquet-read-ahead")
-            _READ_AHEAD_POOLS[process_id] = pool
-        return pool
+    return process_thread_pool("parquet-read-ahead", READ_AHEAD_THREADS)

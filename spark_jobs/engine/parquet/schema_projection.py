@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, TypeAlias
 
 import pyarrow as pa
@@ -41,8 +42,9 @@ def file_schema_of(arrow_schema: pa.Schema, path: str) -> Schema:
         ) from error
 
 
+@lru_cache(maxsize=4096)
 def arrow_type_of(iceberg_type: IcebergType) -> pa.DataType:
-    """The Arrow type a column of this Iceberg type is produced as."""
+    """The Arrow type a column of this Iceberg type is produced as (memoized: asked per column of every file)."""
     return schema_to_pyarrow(iceberg_type)
 
 

@@ -10,8 +10,9 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -23,13 +24,71 @@ from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.shared.deleted_positions import NO_DELETED_POSITIONS
 from spark_jobs.engine.shared.errors import file_error
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.shared.thread_pools import process_thread_pool
 
 IN_PROCESS_SLICE_THREADS = 2  # data file slices read at once by read_tasks_to_table
 
+# Slices of at most this many bytes are read ahead whole (read_slices); SLICES_AHEAD of them at a time, on
+# SLICE_READ_AHEAD_THREADS threads.
+SMALL_SLICE_BYTES = 4 * 1024 * 1024
+SLICES_AHEAD = 8
+SLICE_READ_AHEAD_THREADS = 2
+
+
 def read_task(task: ScanTask, context: ScanContext, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
     """Yield the surviving rows of every slice of ``task`` as batches of ``context.output_schema``."""
-    for data_file in task.slices:
-        yield from read_slice(data_file, context, metrics)
+    yield from read_slices(task.slices, context, metrics)
+
+
+def read_slices(
+    slices: Sequence[DataFileSlice], context: ScanContext, metrics: ScanMetrics
+) -> Iterator[pa.RecordBatch]:
+    """The surviving rows of ``slices`` in order; small slices are read ahead, whole, on helper threads.
+
+    A task of many small files (a compaction of small files, a table of many appends) spends most of each file on
+    opening it: footer, layout, one small decoding call. Up to ``SLICES_AHEAD`` slices of at most
+    ``SMALL_SLICE_BYTES`` are read at once (``slice_read_ahead``), each with its own counters, and handed back in
+    order; a larger slice is read in place, streaming (it decodes its own row groups ahead).
+    """
+    if sum(1 for data_file in slices if data_file.length <= SMALL_SLICE_BYTES) < 2:
+        for data_file in slices:
+            yield from read_slice(data_file, context, metrics)
+        return
+
+    def read_whole(data_file: DataFileSlice) -> tuple[list[pa.RecordBatch], ScanMetrics]:
+        slice_metrics = ScanMetrics()
+        return list(read_slice(data_file, context, slice_metrics)), slice_metrics
+
+    pending: deque[Future] = deque()
+    pool = slice_read_ahead()
+    try:
+        for data_file in slices:
+            if data_file.length > SMALL_SLICE_BYTES:
+                while pending:
+                    yield from _merged(pending.popleft(), metrics)
+                yield from read_slice(data_file, context, metrics)
+                continue
+            pending.append(pool.submit(read_whole, data_file))
+            if len(pending) > SLICES_AHEAD:
+                yield from _merged(pending.popleft(), metrics)
+        while pending:
+            yield from _merged(pending.popleft(), metrics)
+    finally:
+        for future in pending:
+            future.cancel()
+        wait(pending)
+
+
+def _merged(future: Future, metrics: ScanMetrics) -> list[pa.RecordBatch]:
+    """A read-ahead slice's batches, its counters added to ``metrics``."""
+    batches, slice_metrics = future.result()
+    metrics.merge(slice_metrics)
+    return batches
+
+
+def slice_read_ahead() -> ThreadPoolExecutor:
+    """The process's threads reading small slices ahead (created on first use, again in a forked child)."""
+    return process_thread_pool("slice-read-ahead", SLICE_READ_AHEAD_THREADS)
 
 
 def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:

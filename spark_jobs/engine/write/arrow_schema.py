@@ -12,12 +12,14 @@ def file_arrow_schema(schema: Schema) -> pa.Schema:
     return schema_to_pyarrow(schema, include_field_ids=True)
 
 
-def conform_to_schema(data: pa.Table, schema: Schema) -> pa.Table:
+def conform_to_schema(data: pa.Table, schema: Schema, target: pa.Schema | None = None) -> pa.Table:
     """``data``'s columns in ``schema``'s order and types (by name); a column ``data`` lacks becomes nulls.
 
+    ``target`` is ``file_arrow_schema(schema)`` when the caller keeps it (a writer conforms every batch it gets).
     The caller has checked compatibility (see ``ingest`` schema check); a cast that fails here is a bug upstream.
     """
-    target = file_arrow_schema(schema)
+    if target is None:
+        target = file_arrow_schema(schema)
     columns = []
     for target_field in target:
         if target_field.name in data.column_names:

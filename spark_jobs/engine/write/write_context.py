@@ -27,7 +27,7 @@ from pyiceberg.table.sorting import SortOrder
 from pyiceberg.typedef import Record
 
 from spark_jobs.engine.shared.storage import file_io_properties
-from spark_jobs.engine.write.arrow_schema import conform_to_schema
+from spark_jobs.engine.write.arrow_schema import conform_to_schema, file_arrow_schema
 from spark_jobs.engine.write.delete_files import write_equality_deletes, write_position_deletes
 from spark_jobs.engine.write.parquet_files import FileTarget, RollingParquetWriter, write_files
 from spark_jobs.engine.write.partitioning import split_by_partition
@@ -67,6 +67,11 @@ class WriteContext:
     def schema(self) -> Schema:
         """The schema data files are written with."""
         return Schema.model_validate_json(self.schema_json)
+
+    @cached_property
+    def file_schema(self) -> pa.Schema:
+        """The Arrow schema data files are written with (field ids in the metadata), derived once per process."""
+        return file_arrow_schema(self.schema)
 
     def spec(self, spec_id: int | None = None) -> PartitionSpec:
         """A partition spec of the table (the default one without an id)."""
@@ -117,7 +122,7 @@ class WriteContext:
 
 def write_data(rows: pa.Table, context: WriteContext, task_tag: str) -> list[dict[str, Any]]:
     """Write ``rows`` as data files of the default spec: conformed, split by partition, sorted, rolled."""
-    conformed = conform_to_schema(rows, context.schema)
+    conformed = conform_to_schema(rows, context.schema, context.file_schema)
     spec = context.spec()
     written = []
     for index, (partition_values, partition_rows) in enumerate(split_by_partition(conformed, context.schema, spec)):
@@ -143,7 +148,7 @@ def write_data_stream(
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        conformed = conform_to_schema(pa.Table.from_batches([batch]), context.schema)
+        conformed = conform_to_schema(pa.Table.from_batches([batch]), context.schema, context.file_schema)
         for partition_values, partition_rows in split_by_partition(conformed, context.schema, spec):
             writer = writers.get(partition_values)
             if writer is None:

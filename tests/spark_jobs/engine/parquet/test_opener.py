@@ -7,6 +7,7 @@ import itertools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ from pyiceberg.expressions import (
     StartsWith,
 )
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+from pyiceberg.types import DecimalType, DoubleType, LongType, NestedField, StringType
 
 from spark_jobs.engine.parquet import opener
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
@@ -651,3 +652,31 @@ def test_python_file_objects_take_the_single_threaded_path(tmp_path: Path) -> No
             assert [row["pos"] for row in rows_out] == [p for p in range(300) if p not in (3, 13)]
         else:
             assert [row["pos"] for row in rows_out] == expected
+
+
+def test_files_with_one_arrow_schema_and_two_physical_types_prune_by_their_own(tmp_path: Path) -> None:
+    # A decimal stored as INT32 in one file and as FIXED_LEN_BYTE_ARRAY in another has the same Arrow schema in both:
+    # each file's statistics must still be decoded by its own physical type.
+    decimal_type = pa.decimal128(9, 2)
+    schema = pa.schema([_field("d", decimal_type, 1)])
+    read_schema = Schema(NestedField(1, "d", DecimalType(9, 2), required=False))
+    values = [Decimal(f"{i}.25") for i in range(40)]
+    expected = [Decimal("33.25")]
+    for name, as_integer in (("int32.parquet", True), ("fixed.parquet", False)):
+        path = tmp_path / name
+        pq.write_table(
+            pa.table([pa.array(values, decimal_type)], schema=schema),
+            path,
+            row_group_size=10,
+            max_rows_per_page=5,
+            write_page_index=True,
+            bloom_filter_options={"d": {"ndv": 16}},
+            store_decimal_as_integer=as_integer,
+        )
+        size = path.stat().st_size
+        data_file = DataFileSlice(f"file:{path}", size, len(values), 0, length=size)
+        context = scan_context(read_schema, (1,), EqualTo("d", Decimal("33.25")))
+        metrics = ScanMetrics()
+        batches = list(read_data_file(data_file, context, deleted_positions=deleted_positions(None), metrics=metrics))
+        assert [value for batch in batches for value in batch.column(0).to_pylist()] == expected, name
+        assert metrics.row_groups_pruned_by_statistics + metrics.row_groups_pruned_by_bloom_filter == 3, name
