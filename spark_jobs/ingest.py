@@ -29,7 +29,15 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
+from spark_jobs.job_support import (
+    JobArgumentParser,
+    UsageError,
+    bad_input_inside,
+    engine_on_executors,
+    exception_texts,
+    run_job,
+    spark_session,
+)
 
 log = logging.getLogger("spark_jobs.ingest")
 
@@ -98,6 +106,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result = ingest(spark, args.catalog, args.table, source, options)
     except UnsupportedFeatureError as error:
         raise UsageError(str(error)) from error
+    except Exception as error:
+        unreadable = _unreadable_source_file(error, args.source, args.source_format, storage_properties)
+        if unreadable is not None:
+            raise UsageError(unreadable) from error
+        raise
     result["seconds"] = {"source": round(read_seconds, 3), **result["seconds"]}
     return result
 
@@ -128,12 +141,31 @@ def read_source(
     return frame
 
 
+def _unreadable_source_file(
+    error: Exception, uri: str, source_format: str, storage_properties: dict[str, str]
+) -> str | None:
+    """The source file Spark's Parquet reader failed on, named, when ``error`` is such a failure naming no file.
+
+    Spark 4 names the file (``FAILED_READ_FILE``, turned into bad input by ``job_support``); Spark 3.5 says only
+    "corrupted file", so the source files' footers are read here to find the one at fault.
+    """
+    if source_format != "parquet" or bad_input_inside(error) is not None:
+        return None
+    if not any("org.apache.parquet" in text for text in exception_texts(error)):
+        return None
+    from spark_jobs.spark.files import unreadable_parquet_source
+
+    return unreadable_parquet_source(uri, storage_properties)
+
+
 def check_query_over_source(spark: Any, sql: str) -> None:
     """Refuse ``sql`` unless it is one query that reads the view ``source`` only (module doc)."""
     shown = " ".join(sql.split())
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parseQuery(sql)
+        parser = spark._jsparkSession.sessionState().sqlParser()
+        plan = parser.parseQuery(sql)
+        parser.parsePlan(sql)  # the whole text is that one query (Spark 3.5's parseQuery ignores what follows it)
     except Exception as error:  # Spark's ParseException, through py4j
         reason = next((line.strip() for line in str(error).splitlines() if line.strip()), "does not parse")
         raise UsageError(f"--sql {shown!r} is not one query over the view '{SOURCE_VIEW}': {reason[:120]}") from None

@@ -110,7 +110,7 @@ def bad_input_inside(error: BaseException) -> str | None:
     source file it cannot read, reduced to the file and the innermost cause.
     """
     names = _user_error_names()
-    for text in _exception_texts(error):
+    for text in exception_texts(error):
         matches = [m for m in _ERROR_LINE.finditer(text) if m["name"] in names]
         if matches:
             return _shortened(" ".join(matches[-1]["message"].split()))
@@ -138,7 +138,7 @@ def _user_error_names() -> set[str]:
     return names
 
 
-def _exception_texts(error: BaseException) -> list[str]:
+def exception_texts(error: BaseException) -> list[str]:
     """The text of ``error`` and of the exceptions it was raised from, outermost first."""
     texts: list[str] = []
     seen: set[int] = set()

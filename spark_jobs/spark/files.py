@@ -81,6 +81,22 @@ def read_source(
     return DataFrame(parsed, spark)
 
 
+def unreadable_parquet_source(uri: str, properties: Mapping[str, str]) -> str | None:
+    """Why the first Parquet file at ``uri`` whose footer pyarrow cannot read is unreadable (naming it), or None.
+
+    For a failed read by Spark's own Parquet reader whose error names no file (Spark 3.5's "corrupted file: the
+    footer index is not within the file"): one footer read per file, on the failure path only.
+    """
+    filesystem, _ = file_system(uri, properties)
+    for source_file in list_files(uri, properties):
+        try:
+            with filesystem.open_input_file(source_file.path) as stream:
+                pq.read_metadata(stream)
+        except (OSError, pa.ArrowInvalid) as error:
+            return f"cannot read source file {source_file.uri}: {error}"
+    return None
+
+
 def _paths_frame(spark: SparkSession, paths: list[str]) -> DataFrame:
     """One row per file path, spread over up to the default parallelism of partitions (one task per partition)."""
     slices = max(1, min(len(paths), spark.sparkContext.defaultParallelism))

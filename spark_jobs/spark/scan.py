@@ -6,7 +6,8 @@ Two routes share ``read.task_scan.read_task``:
   ``read.load`` and an overwrite's kept rows use it; a query through it costs Spark about a third less than
   through a Python data source (BENCHMARKS.md).
 - ``dataframe_from_source``: the ``iceberg_mor`` Python data source (``spark.source``); ``read.load`` uses it when
-  Spark's Python filter pushdown is on, so that Spark filters on the result are pushed into the engine.
+  Spark's Python filter pushdown is on, so that Spark filters on the result are pushed into the engine. Spark 3.5
+  has no Python data sources: there the flag is taken as off.
 
 ``read_parallelism`` is the number of slots the scan should fill: Spark's default parallelism (its task slots).
 Iceberg Java also counts shuffle partitions (200 by default), which would cut a scan into 16 MiB tasks; each Python
@@ -15,6 +16,7 @@ task has a fixed cost of a tenth of a second or more, so one task per slot is wh
 
 from __future__ import annotations
 
+import importlib.util
 import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -36,6 +38,8 @@ TASK_ROWS_SCHEMA = StructType([StructField("task binary", BinaryType(), nullable
 CLOSED_OVER_PAYLOAD_BYTES = 1024 * 1024
 
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+# Python data sources (``pyspark.sql.datasource``) came with Spark 4; on Spark 3.5 every read takes mapInArrow.
+PYTHON_DATA_SOURCES = importlib.util.find_spec("pyspark.sql.datasource") is not None
 
 
 def read_parallelism(spark: SparkSession) -> int:
@@ -44,7 +48,9 @@ def read_parallelism(spark: SparkSession) -> int:
 
 
 def python_filter_pushdown_enabled(spark: SparkSession) -> bool:
-    """Whether Spark pushes filters into Python data sources in this session."""
+    """Whether Spark pushes filters into Python data sources in this session (never on Spark 3.5, which has none)."""
+    if not PYTHON_DATA_SOURCES:
+        return False
     return str(spark.conf.get(FILTER_PUSHDOWN_CONF, "false")).lower() == "true"
 
 

@@ -3,7 +3,8 @@
 The engine reads and writes Arrow with Iceberg's types; Spark checks the Arrow batches a Python function returns
 against its own types. Every conversion between the two goes through here:
 
-1. ``spark_schema_of``: Spark's schema for engine Arrow (timestamptz -> timestamp, timestamp -> timestamp_ntz).
+1. ``spark_schema_of``: Spark's schema for engine Arrow (timestamptz -> timestamp, timestamp -> timestamp_ntz), with
+   Arrow's large types read as their plain ones first (Spark 3.5 knows no ``large_list``).
 2. ``spark_arrow_schema_of``: the exact Arrow schema Spark expects back for that Spark schema.
 3. ``conform_batch``: an engine batch cast to that schema (e.g. large_string -> string).
 4. ``spark_types_of``: column name -> the Spark type the engine reads an Iceberg column as.
@@ -21,7 +22,8 @@ from pyiceberg.schema import Schema
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-# Spark 4 takes the zone of timestamps as an argument; Spark 3.5's takes none and always gives UTC.
+# Spark 4 takes the zone of timestamps as an argument; Spark 3.5's takes none and always gives UTC. Both read a
+# zone-less Arrow timestamp as timestamp_ntz only when asked to (Spark 4 by default, Spark 3.5 not).
 _ZONE_ARGUMENT: dict[str, Any] = (
     {"timezone": "UTC"} if "timezone" in inspect.signature(to_arrow_schema).parameters else {}
 )
@@ -29,8 +31,25 @@ _ZONE_ARGUMENT: dict[str, Any] = (
 
 def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
     """Spark's schema for the engine's Arrow output (timestamptz -> timestamp, timestamp -> timestamp_ntz)."""
-    plain = pa.schema([pa.field(f.name, f.type, f.nullable) for f in arrow_schema])
-    return from_arrow_schema(plain)
+    plain = pa.schema([pa.field(f.name, _without_large_types(f.type), f.nullable) for f in arrow_schema])
+    return from_arrow_schema(plain, prefer_timestamp_ntz=True)
+
+
+def _without_large_types(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` with large strings, binaries and lists as their plain kinds, at any depth (same Spark type)."""
+    if pa.types.is_large_string(arrow_type):
+        return pa.string()
+    if pa.types.is_large_binary(arrow_type):
+        return pa.binary()
+    if pa.types.is_large_list(arrow_type) or pa.types.is_list(arrow_type):
+        element = arrow_type.value_field
+        return pa.list_(element.with_type(_without_large_types(element.type)))
+    if pa.types.is_map(arrow_type):
+        key, item = arrow_type.key_field, arrow_type.item_field
+        return pa.map_(key.with_type(_without_large_types(key.type)), item.with_type(_without_large_types(item.type)))
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([field.with_type(_without_large_types(field.type)) for field in arrow_type])
+    return arrow_type
 
 
 def spark_arrow_schema_of(arrow_schema: pa.Schema) -> pa.Schema:

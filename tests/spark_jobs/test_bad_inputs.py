@@ -25,6 +25,8 @@ from spark_jobs.engine.commit.committer import commit_change
 from spark_jobs.job_support import EXIT_FAILURE, EXIT_USAGE, run_job
 from tests.support.rewrite_tables import position_delete_change
 
+pytestmark = pytest.mark.spark35
+
 _names = itertools.count()
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("category", pa.string())])
 

@@ -23,6 +23,8 @@ from tests.support.conformance import table_checksum
 from tests.support.corpus_copies import register_corpus_copy
 from tests.support.services import spark_home, spark_process_env
 
+pytestmark = pytest.mark.spark35
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMPACT_PY = REPO_ROOT / "spark_jobs" / "compact.py"
 SMALL_FILES = ["--catalog", "conformance", "--table", "corpus.small_files"]

@@ -23,6 +23,8 @@ from spark_jobs.job_contract import missing_result_fields
 from spark_jobs.job_support import EXIT_USAGE, run_job
 from tests.support.conformance import table_checksum
 
+pytestmark = pytest.mark.spark35
+
 ROWS_PER_FILE = 2000
 
 

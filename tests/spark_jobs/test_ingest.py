@@ -16,6 +16,8 @@ from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_contract import missing_result_fields
 from tests.support.services import spark_home, spark_process_env
 
+pytestmark = pytest.mark.spark35
+
 INGEST_PY = Path(ingest_job.__file__).resolve()
 
 

@@ -10,6 +10,8 @@ import pytest
 from spark_jobs.engine.shared.errors import TableNotFoundError
 from spark_jobs.job_support import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, JobArgumentParser, UsageError, engine_zip, run_job
 
+pytestmark = pytest.mark.spark35
+
 
 def test_argument_errors_raise_usage_error() -> None:
     parser = JobArgumentParser(prog="job")

@@ -18,6 +18,8 @@ from spark_jobs.job_support import EXIT_OK, EXIT_USAGE
 from tests.support.services import spark_home, spark_process_env
 from tests.support.table_history import build_table_history
 
+pytestmark = pytest.mark.spark35
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MAINTAIN_PY = REPO_ROOT / "spark_jobs" / "maintain.py"
 TABLE = ["--catalog", "test", "--table", "maint.events"]

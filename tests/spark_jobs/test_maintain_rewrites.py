@@ -25,6 +25,8 @@ from spark_jobs.job_support import EXIT_OK, EXIT_USAGE, run_job
 from tests.support.live_deletes import live_deletion_vectors
 from tests.support.rewrite_tables import SCHEMA, SPEC, append, ids_and_checksum, position_delete_change
 
+pytestmark = pytest.mark.spark35
+
 
 @pytest.fixture
 def table(testing_catalog):

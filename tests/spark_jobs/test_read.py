@@ -3,7 +3,8 @@
 Every conformance query must return exactly Java's rows through each: ``load`` without Python filter pushdown reads
 with ``mapInArrow``, the data source is read directly (``load`` uses it when pushdown is on). ``read.py`` runs
 in-process through ``main`` against the session's Spark, and as a real ``spark-submit`` for the exit-code contract
-and the standalone cluster.
+and the standalone cluster. The Spark 3.5 pass (marker ``spark35``) runs the ``mapInArrow`` route and the job on
+``SAMPLE_QUERIES``; the data source needs Spark 4 (marker ``spark4``).
 """
 
 from __future__ import annotations
@@ -12,20 +13,23 @@ import json
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs import read as read_job
 from spark_jobs.job_contract import missing_result_fields
 from spark_jobs.job_support import UsageError
+from spark_jobs.spark.types import arrow_schema_of
 from tests.support.conformance import ConformanceQuery, load_queries, table_checksum
 from tests.support.services import spark_home, spark_process_env
 
 QUERIES = load_queries()
 
 
-def _data_source_queries() -> list[ConformanceQuery]:
-    """A query per table plus the first snapshot-id, as-of and filtered ones: the data source route's share."""
+def _sample_queries() -> list[ConformanceQuery]:
+    """A query per table plus the first snapshot-id, as-of and filtered ones: the data source route's share, and
+    the Spark 3.5 pass's."""
     chosen: dict[str, ConformanceQuery] = {}
     for query in QUERIES:
         chosen.setdefault(query.table, query)
@@ -39,11 +43,28 @@ def _data_source_queries() -> list[ConformanceQuery]:
     return list({query.id: query for query in chosen.values()}.values())
 
 
-DATA_SOURCE_QUERIES = _data_source_queries()
+SAMPLE_QUERIES = _sample_queries()
+SAMPLE_IDS = {query.id for query in SAMPLE_QUERIES}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READ_PY = REPO_ROOT / "spark_jobs" / "read.py"
 
 pytestmark = pytest.mark.spark
+
+
+def _on_both_lines_when_sampled(queries: list[ConformanceQuery]) -> list:
+    """The queries as parameters, those of ``SAMPLE_QUERIES`` marked for the Spark 3.5 pass as well."""
+    return [
+        pytest.param(query, id=query.id, marks=[pytest.mark.spark35] if query.id in SAMPLE_IDS else [])
+        for query in queries
+    ]
+
+
+def _arrow_of(frame) -> pa.Table:
+    """A DataFrame's rows as Arrow: ``toArrow`` on Spark 4, Spark 3.5's Arrow collect otherwise."""
+    if hasattr(frame, "toArrow"):
+        return frame.toArrow()
+    batches = frame._collect_as_arrow()
+    return pa.Table.from_batches(batches) if batches else arrow_schema_of(frame.schema).empty_table()
 
 
 def _assert_matches(query: ConformanceQuery, result) -> None:
@@ -54,7 +75,7 @@ def _assert_matches(query: ConformanceQuery, result) -> None:
     assert checksum == query.checksum, f"columns that differ: {differing}"
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=[q.id for q in QUERIES])
+@pytest.mark.parametrize("query", _on_both_lines_when_sampled(QUERIES))
 def test_load_returns_javas_rows(spark, conformance_catalog, query: ConformanceQuery) -> None:
     frame = read_job.load(
         spark,
@@ -65,10 +86,11 @@ def test_load_returns_javas_rows(spark, conformance_catalog, query: ConformanceQ
         snapshot_id=query.snapshot_id,
         as_of=query.as_of_timestamp_ms,
     )
-    _assert_matches(query, frame.toArrow())
+    _assert_matches(query, _arrow_of(frame))
 
 
-@pytest.mark.parametrize("query", DATA_SOURCE_QUERIES, ids=[q.id for q in DATA_SOURCE_QUERIES])
+@pytest.mark.spark4
+@pytest.mark.parametrize("query", SAMPLE_QUERIES, ids=[q.id for q in SAMPLE_QUERIES])
 def test_data_source_returns_javas_rows(spark, conformance_catalog, query: ConformanceQuery) -> None:
     from spark_jobs.job_support import engine_on_executors
     from spark_jobs.spark.scan import dataframe_from_source
@@ -86,6 +108,7 @@ def test_data_source_returns_javas_rows(spark, conformance_catalog, query: Confo
     _assert_matches(query, dataframe_from_source(spark, options).toArrow())
 
 
+@pytest.mark.spark35
 def test_load_reads_the_snapshot_current_when_it_was_called(spark, testing_catalog) -> None:
     """Without pushdown, every action on a loaded DataFrame reads the same snapshot, whatever was committed since."""
     import pyarrow as pa
@@ -99,7 +122,7 @@ def test_load_reads_the_snapshot_current_when_it_was_called(spark, testing_catal
     assert read_job.load(spark, "testing", "read_pinning.events").count() == 25
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=[q.id for q in QUERIES])
+@pytest.mark.parametrize("query", _on_both_lines_when_sampled(QUERIES))
 def test_read_job_writes_javas_rows(spark, conformance_catalog, tmp_path, query: ConformanceQuery) -> None:
     output = tmp_path / "out"
     argv = ["--catalog", "conformance", "--table", query.table, "--output", str(output)]
@@ -117,6 +140,7 @@ def test_read_job_writes_javas_rows(spark, conformance_catalog, tmp_path, query:
     _assert_matches(query, pq.read_table(output))
 
 
+@pytest.mark.spark4
 def test_pushed_spark_filters_give_the_same_rows_as_spark_filtering(spark, conformance_catalog) -> None:
     """With Python filter pushdown on, Spark's own filters are pushed where exact and the result does not change."""
     from spark_jobs.spark.scan import FILTER_PUSHDOWN_CONF
@@ -137,6 +161,7 @@ def test_pushed_spark_filters_give_the_same_rows_as_spark_filtering(spark, confo
     assert table_checksum(pushed, columns) == table_checksum(expected, columns)
 
 
+@pytest.mark.spark35
 def test_read_job_refuses_bad_input_and_writes_nothing(spark, conformance_catalog, tmp_path) -> None:
     output = tmp_path / "never"
     with pytest.raises(UsageError):
@@ -182,6 +207,7 @@ def _last_json_line(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.spark35
 def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog, tmp_path) -> None:
     query = next(q for q in QUERIES if q.id == "corpus.v2_eq_deletes-filter_projection")
     output = tmp_path / "out"
@@ -216,7 +242,9 @@ def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog,
     [
         (["--table", "corpus.v1_cow"], "the following arguments are required: --catalog"),
         (["--catalog", "conformance", "--table", "corpus.v1_cow", "--snapshot-id", "123"], "corpus.v1_cow"),
-        (["--catalog", "conformance", "--table", "corpus.missing"], "corpus.missing"),
+        pytest.param(
+            ["--catalog", "conformance", "--table", "corpus.missing"], "corpus.missing", marks=pytest.mark.spark35
+        ),
         (["--catalog", "conformance", "--table", "corpus.v1_cow", "--filter", "id >"], "does not parse"),
     ],
     ids=["missing-catalog", "unknown-snapshot", "unknown-table", "bad-filter"],
@@ -233,6 +261,7 @@ def test_spark_submit_bad_input_exits_2_with_one_line(conformance_catalog, tmp_p
 
 
 @pytest.mark.standalone
+@pytest.mark.spark35
 def test_spark_submit_read_on_the_standalone_cluster(spark_standalone, conformance_catalog, tmp_path) -> None:
     query = next(q for q in QUERIES if q.id == "corpus.mor_v3_dv-full_scan")
     output = tmp_path / "out"

@@ -14,6 +14,8 @@ from spark_jobs.engine.planning.row_count import plan_count
 from spark_jobs.engine.read.session import open_read_session
 from tests.support.rewrite_tables import SCHEMA, SPEC, append, equality_delete_change, position_delete_change
 
+pytestmark = pytest.mark.spark35
+
 
 @pytest.fixture
 def table(testing_catalog):

@@ -19,6 +19,8 @@ from spark_jobs import read as read_job
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_support import EXIT_USAGE, run_job
 
+pytestmark = pytest.mark.spark35
+
 _names = itertools.count()
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
 

@@ -18,6 +18,8 @@ from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewri
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.write.write_context import WriteContext
 
+pytestmark = pytest.mark.spark35
+
 SECRETS = {
     "s3.secret-access-key": "secret-access-key-4e1f",
     "adls.account-key": "adls-account-key-77c0",

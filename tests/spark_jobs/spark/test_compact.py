@@ -13,7 +13,7 @@ from spark_jobs.spark import compact as spark_compact
 from spark_jobs.spark.compact import run_rewrite
 from tests.support.rewrite_tables import build_events, equality_delete_change, ids_and_checksum, position_delete_change
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark35]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pyarrow import fs
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.spark.files import existing_files, hadoop_uri, read_source, write_output
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark35]
 
 
 @pytest.fixture

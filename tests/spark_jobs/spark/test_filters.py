@@ -20,6 +20,9 @@ from pyspark.sql import datasource as spark_ds
 
 from spark_jobs.spark.filters import spark_filter_to_iceberg
 
+# The Python data source API (pyspark.sql.datasource) is Spark 4's: never collected on Spark 3.5 (conftest).
+pytestmark = pytest.mark.spark4
+
 
 @pytest.mark.parametrize(
     ("spark_filter", "expected"),

@@ -18,6 +18,8 @@ from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.spark import ingest as spark_ingest
 from spark_jobs.spark.ingest import IngestOptions, ingest
 
+pytestmark = pytest.mark.spark35
+
 CATALOG = "testing"
 UTC = datetime.UTC
 _names = itertools.count()

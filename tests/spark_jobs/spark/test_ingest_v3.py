@@ -26,7 +26,7 @@ from spark_jobs.spark import ingest as spark_ingest
 from spark_jobs.spark.ingest import IngestOptions, ingest
 from tests.support.live_deletes import live_deletion_vectors
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark35]
 
 CATALOG = "testing"
 UTC = datetime.UTC

@@ -22,7 +22,7 @@ from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.spark.shuffle_rewrite import run_shuffle_wave
 from tests.support.rewrite_tables import append, live_data_files
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark35]
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

@@ -16,6 +16,9 @@ from spark_jobs.spark.source import (
 )
 from spark_jobs.spark.types import spark_arrow_schema_of
 
+# The Python data source API (pyspark.sql.datasource) is Spark 4's: never collected on Spark 3.5 (conftest).
+pytestmark = pytest.mark.spark4
+
 
 def test_options_parse_from_sparks_string_map() -> None:
     options = ReadOptions.from_spark(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
     DecimalType,
@@ -39,6 +40,8 @@ from spark_jobs.spark.types import (
     spark_schema_of,
     spark_types_of,
 )
+
+pytestmark = pytest.mark.spark35
 
 ENGINE_OUTPUT = pa.schema(
     [

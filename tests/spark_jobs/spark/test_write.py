@@ -6,6 +6,7 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
@@ -20,6 +21,8 @@ from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_data, write_position_delete_rows
 from spark_jobs.spark.types import spark_types_of
 from spark_jobs.spark.write import ORDINAL_COLUMN, conform_dataframe, key_positions, task_attempt_tag, write_dataframe
+
+pytestmark = pytest.mark.spark35
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "part", StringType(), required=False))
 SPEC = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="part"))
