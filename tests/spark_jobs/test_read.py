@@ -3,8 +3,8 @@
 Every conformance query must return exactly Java's rows through each: ``load`` without Python filter pushdown reads
 with ``mapInArrow``, the data source is read directly (``load`` uses it when pushdown is on). ``read.py`` runs
 in-process through ``main`` against the session's Spark, and as a real ``spark-submit`` for the exit-code contract
-and the standalone cluster. The Spark 3.5 pass (marker ``spark35``) runs the ``mapInArrow`` route and the job on
-``SAMPLE_QUERIES``; the data source needs Spark 4 (marker ``spark4``).
+and the standalone cluster. The Spark 3.5 pass (marker ``spark35``) runs the job on ``SAMPLE_QUERIES`` and ``load`` on
+``LOAD_SAMPLE_IDS``; the data source needs Spark 4 (marker ``spark4``).
 """
 
 from __future__ import annotations
@@ -45,17 +45,18 @@ def _sample_queries() -> list[ConformanceQuery]:
 
 SAMPLE_QUERIES = _sample_queries()
 SAMPLE_IDS = {query.id for query in SAMPLE_QUERIES}
+# ``load`` takes the read job's mapInArrow route: on Spark 3.5 a time-travel read with deletes and every type suffice.
+LOAD_SAMPLE_IDS = {"corpus.mor_v2_pos-as_of_timestamp_delete1", "corpus.types-full_scan"}
 REPO_ROOT = Path(__file__).resolve().parents[2]
 READ_PY = REPO_ROOT / "spark_jobs" / "read.py"
 
 pytestmark = pytest.mark.spark
 
 
-def _on_both_lines_when_sampled(queries: list[ConformanceQuery]) -> list:
-    """The queries as parameters, those of ``SAMPLE_QUERIES`` marked for the Spark 3.5 pass as well."""
+def _on_both_lines_when_sampled(queries: list[ConformanceQuery], sample: set[str]) -> list:
+    """The queries as parameters, those whose id is in ``sample`` marked for the Spark 3.5 pass as well."""
     return [
-        pytest.param(query, id=query.id, marks=[pytest.mark.spark35] if query.id in SAMPLE_IDS else [])
-        for query in queries
+        pytest.param(query, id=query.id, marks=[pytest.mark.spark35] if query.id in sample else []) for query in queries
     ]
 
 
@@ -75,7 +76,7 @@ def _assert_matches(query: ConformanceQuery, result) -> None:
     assert checksum == query.checksum, f"columns that differ: {differing}"
 
 
-@pytest.mark.parametrize("query", _on_both_lines_when_sampled(QUERIES))
+@pytest.mark.parametrize("query", _on_both_lines_when_sampled(QUERIES, LOAD_SAMPLE_IDS))
 def test_load_returns_javas_rows(spark, conformance_catalog, query: ConformanceQuery) -> None:
     frame = read_job.load(
         spark,
@@ -122,7 +123,7 @@ def test_load_reads_the_snapshot_current_when_it_was_called(spark, testing_catal
     assert read_job.load(spark, "testing", "read_pinning.events").count() == 25
 
 
-@pytest.mark.parametrize("query", _on_both_lines_when_sampled(QUERIES))
+@pytest.mark.parametrize("query", _on_both_lines_when_sampled(QUERIES, SAMPLE_IDS))
 def test_read_job_writes_javas_rows(spark, conformance_catalog, tmp_path, query: ConformanceQuery) -> None:
     output = tmp_path / "out"
     argv = ["--catalog", "conformance", "--table", query.table, "--output", str(output)]
@@ -242,9 +243,7 @@ def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog,
     [
         (["--table", "corpus.v1_cow"], "the following arguments are required: --catalog"),
         (["--catalog", "conformance", "--table", "corpus.v1_cow", "--snapshot-id", "123"], "corpus.v1_cow"),
-        pytest.param(
-            ["--catalog", "conformance", "--table", "corpus.missing"], "corpus.missing", marks=pytest.mark.spark35
-        ),
+        (["--catalog", "conformance", "--table", "corpus.missing"], "corpus.missing"),
         (["--catalog", "conformance", "--table", "corpus.v1_cow", "--filter", "id >"], "does not parse"),
     ],
     ids=["missing-catalog", "unknown-snapshot", "unknown-table", "bad-filter"],
