@@ -11,9 +11,11 @@ Command line (catalog properties come from pyiceberg's configuration, never from
 ``--sql`` is one query (SELECT, WITH, VALUES...) over the source, registered as the temporary view ``source``:
 it is parsed with Spark's own query parser, and a statement (SET, ADD JAR, CREATE, INSERT...), several
 statements, a reference to any other table or path, a table-valued function, or a reflection call
-(``reflect``/``java_method``) is refused as bad input. On success the last line of stdout is one
-JSON object (snapshot id, operation, files and bytes added and removed, rows, delete files written, seconds per
-phase); on bad input the exit code is 2, the output has one line ``error: <reason>``, and nothing is committed.
+(``reflect``/``java_method``) is refused as bad input. An append or dynamic overwrite of plain Parquet files
+(flat columns, no ``--sql``) reads them with pyarrow in the writing tasks instead of Spark's reader. On success
+the last line of stdout is one JSON object (snapshot id, operation, files and bytes added and removed, rows, delete
+files written, seconds per phase); on bad input the exit code is 2, the output has one line ``error: <reason>``,
+and nothing is committed.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the ingest job; returns the result the last stdout line carries."""
     from spark_jobs.engine.ingest.options import IngestOptions, check_options
     from spark_jobs.engine.shared.errors import UnsupportedFeatureError
-    from spark_jobs.spark.ingest import ingest
+    from spark_jobs.spark.ingest import ingest, parquet_source_of, reads_source_files_directly
 
     args = build_parser().parse_args(argv)
     options = IngestOptions(
@@ -99,7 +101,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine_on_executors(spark)
     log.info("source: %s (%s) ...", args.source, args.source_format)
     started = time.perf_counter()
-    source = read_source(spark, args.source, args.source_format, args.sql, storage_properties)
+    source = None
+    if args.source_format == "parquet" and not args.sql and reads_source_files_directly(options):
+        source = parquet_source_of(spark, args.catalog, args.source)  # None: not plain files, Spark reads them
+    if source is None:
+        source = read_source(spark, args.source, args.source_format, args.sql, storage_properties)
     read_seconds = time.perf_counter() - started
     log.info("source done in %.1f s", read_seconds)
     try:

@@ -1,6 +1,9 @@
 """Ingest a Spark DataFrame into an Iceberg table: append, overwrite, or upsert/delete by key (merge-on-read).
 
-What to commit is decided in ``engine.ingest``; this module runs the Spark work around those decisions:
+What to commit is decided in ``engine.ingest``; this module runs the Spark work around those decisions. The source
+is a DataFrame, or for an append or a dynamic overwrite of plain Parquet files a ``ParquetSource``
+(``parquet_source_of``), whose files the writing tasks read with pyarrow (nulls in required columns counted from
+the footers' statistics; a source whose footers do not count them is read by Spark).
 
 1. Load the table (or create it from the source's schema, ``engine.ingest.table_setup``); refuse tables we
    cannot write (``commit.format_v3``). With an idempotency key already committed, stop and report that snapshot.
@@ -71,8 +74,10 @@ from spark_jobs.engine.ingest.options import IngestOptions, check_options
 from spark_jobs.engine.ingest.result import IngestOutcome, ingest_result
 from spark_jobs.engine.ingest.table_setup import check_source_schema, load_or_create_table
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.table.catalog import load_catalog
 from spark_jobs.engine.write.job_files import delete_leftovers
+from spark_jobs.engine.write.parquet_source import ParquetSource, plan_parquet_source, source_summary
 from spark_jobs.engine.write.schema_check import SchemaCheck
 from spark_jobs.engine.write.write_context import WriteContext
 from spark_jobs.spark.scan import dataframe_from_tasks
@@ -84,6 +89,7 @@ from spark_jobs.spark.write import (
     write_dataframe,
     write_deletion_vectors,
     write_equality_deletes,
+    write_parquet_source,
     write_position_deletes,
 )
 
@@ -97,7 +103,7 @@ class _Job:
 
     spark: SparkSession
     table: Table
-    rows: DataFrame
+    rows: DataFrame | ParquetSource  # a ParquetSource in append and dynamic overwrite only
     options: IngestOptions
     context: WriteContext
     written: list[dict[str, Any]]
@@ -105,15 +111,21 @@ class _Job:
 
 
 def ingest(
-    spark: SparkSession, catalog_name: str, identifier: str, source: DataFrame, options: IngestOptions
+    spark: SparkSession,
+    catalog_name: str,
+    identifier: str,
+    source: DataFrame | ParquetSource,
+    options: IngestOptions,
 ) -> dict[str, Any]:
     """Run one ingest (module doc) and return the job's result."""
     check_options(options)
+    if isinstance(source, ParquetSource) and not reads_source_files_directly(options):
+        raise ValueError(f"a ParquetSource serves append and dynamic overwrite only, not --mode {options.mode}")
     outcome = IngestOutcome()
     started = time.perf_counter()
     log.info("plan: %s into %s ...", options.mode, identifier)
     catalog: Catalog = load_catalog(catalog_name)
-    table = load_or_create_table(catalog, identifier, arrow_schema_of(source.schema), options)
+    table = load_or_create_table(catalog, identifier, _source_arrow_schema(source), options)
     require_writable_format(table)
     table_name = ".".join(table.name())
     if options.idempotency_key is not None:
@@ -126,15 +138,18 @@ def ingest(
             return ingest_result(table_name, options, already_committed_result(earlier), outcome)
     start_snapshot = table.current_snapshot()
     start_id = start_snapshot.snapshot_id if start_snapshot else None
+    if isinstance(source, ParquetSource) and _unknown_required_nulls(table, source):
+        log.info("the footers of %s do not count nulls in every required column: Spark reads it", source.uri)
+        source = spark.read.parquet(source.uri)
     checked = _check_source(table, source, options)
     outcome.phases["plan"] = time.perf_counter() - started
     log.info("plan done in %.1f s (snapshot %s); write ...", outcome.phases["plan"], start_id)
     context = WriteContext.for_table(table, schema=checked.schema)
-    rows = (
-        conform_dataframe(source, checked.schema, spark_types_of(checked.schema))
-        if options.mode != "delete"
-        else source
-    )
+    rows: DataFrame | ParquetSource
+    if isinstance(source, ParquetSource) or options.mode == "delete":
+        rows = source  # the writer conforms Arrow batches itself
+    else:
+        rows = conform_dataframe(source, checked.schema, spark_types_of(checked.schema))
     written: list[dict[str, Any]] = []
     result: CommitResult | None = None
     try:
@@ -161,10 +176,80 @@ def ingest(
     return ingest_result(table_name, options, result, outcome, start_id=start_id)
 
 
-def _check_source(table: Table, source: DataFrame, options: IngestOptions) -> SchemaCheck:
-    """The schema check (in the engine), then the row checks Spark runs: required columns and keys."""
+def reads_source_files_directly(options: IngestOptions) -> bool:
+    """True for the modes whose source rows only get written (a Parquet source may then skip Spark's reader)."""
+    return options.mode == "append" or (options.mode == "overwrite" and options.overwrite_filter is None)
+
+
+def parquet_source_of(spark: SparkSession, catalog_name: str, uri: str) -> ParquetSource | None:
+    """The Parquet files at ``uri`` planned for pyarrow reads in the writing tasks, or None (read them with Spark).
+
+    Files are opened with the catalog's FileIO (its credentials); tasks are sized as Spark sizes file splits.
+    """
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    io = PyArrowFileIO(file_io_properties(load_catalog(catalog_name).properties))
+    max_bytes = _byte_size(spark.conf.get("spark.sql.files.maxPartitionBytes", "128m") or "128m")
+    try:
+        source = plan_parquet_source(
+            uri, io, parallelism=spark.sparkContext.defaultParallelism, max_task_bytes=max_bytes
+        )
+    except OSError as error:  # e.g. a listing refused: Spark's route reports it with the storage details
+        log.info("source %s is read by Spark (listing it failed: %s)", uri, error)
+        return None
+    if source is None:
+        log.info("source %s is read by Spark (not plain Parquet files of flat columns)", uri)
+    else:
+        log.info("source read with pyarrow in the writing tasks: %s", source_summary(source))
+    return source
+
+
+def _byte_size(text: str) -> int:
+    """A Spark byte-size setting (``134217728``, ``128m``, ``128MB``, ``1g``) in bytes."""
+    value = text.strip().lower().removesuffix("b")
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    if value and value[-1] in units:
+        return int(float(value[:-1]) * units[value[-1]])
+    return int(value)
+
+
+def _source_arrow_schema(source: DataFrame | ParquetSource) -> Any:
+    """The source's columns as an Arrow schema."""
+    return source.arrow_schema if isinstance(source, ParquetSource) else arrow_schema_of(source.schema)
+
+
+def _unknown_required_nulls(table: Table, source: ParquetSource) -> bool:
+    """True when a column the table requires is in the source and its footers do not count its nulls."""
+    required = [f.name for f in table.schema().fields if f.required]
+    return any(name in source.null_counts and source.null_counts[name] is None for name in required)
+
+
+def _dataframe(rows: DataFrame | ParquetSource) -> DataFrame:
+    """The source as a DataFrame (modes that query the source never get a ParquetSource: see ``ingest``)."""
+    if isinstance(rows, ParquetSource):
+        raise TypeError("this mode needs the source as a DataFrame")
+    return rows
+
+
+def _write_rows(spark: SparkSession, rows: DataFrame | ParquetSource, context: WriteContext) -> list[dict[str, Any]]:
+    """Write the source rows as data files, from a DataFrame or straight from Parquet source files."""
+    if isinstance(rows, ParquetSource):
+        return write_parquet_source(spark, rows, context)
+    return write_dataframe(rows, context)
+
+
+def _check_source(table: Table, source: DataFrame | ParquetSource, options: IngestOptions) -> SchemaCheck:
+    """The schema check (in the engine), then the row checks: required columns and keys (on Spark, or from the
+    footers of a Parquet source)."""
     table_name = ".".join(table.name())
-    checked = check_source_schema(table, arrow_schema_of(source.schema), options)
+    checked = check_source_schema(table, _source_arrow_schema(source), options)
+    if isinstance(source, ParquetSource):
+        required = [f.name for f in table.schema().fields if f.required]
+        with_nulls = {name: source.null_counts.get(name) for name in required if source.null_counts.get(name)}
+        if with_nulls:
+            detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
+            raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
+        return checked
     if options.mode != "delete":
         _check_required_columns(table_name, source, table.schema())
     if options.key:
@@ -225,7 +310,7 @@ def _check_keys(table_name: str, source: DataFrame, key: list[str], *, unique: b
 def _write(job: _Job) -> SnapshotChange | None:
     """Write the files of the chosen mode (appending their descriptions to ``written``); the change to commit."""
     if job.options.mode == "append":
-        job.written += write_dataframe(job.rows, job.context)
+        job.written += _write_rows(job.spark, job.rows, job.context)
         return append_change(job.written)  # an empty source commits nothing
     if job.options.mode == "overwrite":
         return _overwrite(job)
@@ -238,16 +323,17 @@ def _overwrite(job: _Job) -> SnapshotChange | None:
         keep = rows_to_keep(job.table, job.options.overwrite_filter)
         kept_rows, _ = dataframe_from_tasks(job.spark, keep.tasks, keep.context)
         kept_rows = conform_dataframe(kept_rows, job.context.schema, spark_types_of(job.context.schema))
-        job.written += write_dataframe(job.rows.unionByName(kept_rows), job.context)
+        job.written += write_dataframe(_dataframe(job.rows).unionByName(kept_rows), job.context)
         return overwrite_change(job.written, set(keep.removed_paths), kept_free=None)
-    job.written += write_dataframe(job.rows, job.context)
+    job.written += _write_rows(job.spark, job.rows, job.context)
     partitions = written_partitions(job.written)
     return overwrite_change(job.written, files_in_partitions(job.table, partitions), kept_free=partitions)
 
 
 def _row_level(job: _Job) -> SnapshotChange | None:
     """Upsert or delete by key with position or equality delete files (module doc)."""
-    spark, table, rows, options, context = job.spark, job.table, job.rows, job.options, job.context
+    spark, table, options, context = job.spark, job.table, job.options, job.context
+    rows = _dataframe(job.rows)
     key = list(options.key)
     key_schema = table.schema().select(*key)
     table_key_types = spark_types_of(key_schema)

@@ -27,6 +27,7 @@ from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.read.task_scan import read_slice
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.write.parquet_source import ParquetSource, read_source_task
 from spark_jobs.engine.write.write_context import (
     WriteContext,
     write_data_stream,
@@ -78,6 +79,27 @@ def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, A
             yield _file_batch(written)
 
     return _collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
+
+
+def write_parquet_source(spark: SparkSession, source: ParquetSource, context: WriteContext) -> list[dict[str, Any]]:
+    """Write a planned Parquet source as data files, each task reading its row groups with pyarrow.
+
+    The rows go from the source files to the writer in Arrow, in the task: no JVM decoding, no row conversion.
+    """
+    if not source.tasks:
+        return []
+    schema = source.arrow_schema
+    payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in source.tasks]
+    rows, closed_over = task_rows(spark, payloads)
+
+    def write_source_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for payload in task_payloads(batches, closed_over):
+            source_rows = read_source_task(pickle.loads(payload), context.io, schema)
+            written = write_data_stream(source_rows, context, task_attempt_tag(), schema)
+            if written:
+                yield _file_batch(written)
+
+    return _collect_files(rows.mapInArrow(write_source_task, f"{FILE_COLUMN} binary"))
 
 
 def key_positions(spark: SparkSession, files: Sequence[tuple[DataFileSlice, int]], context: ScanContext) -> DataFrame:

@@ -327,3 +327,101 @@ def test_schema_evolution_adds_fields_inside_existing_structs(spark, testing_cat
     with pytest.raises(UserInputError, match=r"column 'point.n' has type long in the source but int in the table"):
         ingest(spark, CATALOG, table, narrowed, IngestOptions(mode="append", allow_schema_evolution=True))
     assert testing_catalog.load_table(table).current_snapshot().snapshot_id == before
+
+
+def _typed_parquet_rows(start: int, count: int):
+    import decimal
+
+    import pyarrow as pa
+
+    ids = range(start, start + count)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "qty": pa.array([None if i % 5 == 0 else i % 1000 for i in ids], pa.int32()),
+            "name": pa.array([None if i % 7 == 0 else f"n{i}" for i in ids]),
+            "ts": pa.array(
+                [datetime.datetime(2024, 1, 1 + i % 3, i % 24, tzinfo=UTC) for i in ids], pa.timestamp("us", tz="UTC")
+            ),
+            "local_ts": pa.array([datetime.datetime(2024, 2, 1, i % 24) for i in ids], pa.timestamp("us")),
+            "day": pa.array([datetime.date(2024, 3, 1 + i % 28) for i in ids], pa.date32()),
+            "amount": pa.array([decimal.Decimal(i) / 100 for i in ids], pa.decimal128(12, 2)),
+            "price": pa.array([i / 8 for i in ids], pa.float64()),
+            "flag": pa.array([i % 2 == 0 for i in ids]),
+            "raw": pa.array([bytes([i % 256]) for i in ids], pa.binary()),
+        }
+    )
+
+
+def test_parquet_files_read_by_pyarrow_make_the_table_spark_makes(spark, testing_catalog, tmp_path) -> None:
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "landing"
+    source.mkdir()
+    for index in range(3):
+        pq.write_table(_typed_parquet_rows(index * 400, 400), source / f"part-{index}.parquet", row_group_size=150)
+    (source / "_SUCCESS").write_text("")
+    planned = spark_ingest.parquet_source_of(spark, CATALOG, str(source))
+    assert planned is not None and planned.rows == 1200
+    direct, through_spark = _table_name("direct"), _table_name("spark_read")
+    options = IngestOptions(mode="append", create_if_missing=True, partition_by="day(ts)")
+    result = ingest(spark, CATALOG, direct, planned, options)
+    ingest(spark, CATALOG, through_spark, spark.read.parquet(str(source)), options)
+    assert result["rows_added"] == 1200 and result["data_files_added"] == 3  # one per day partition
+    ours = testing_catalog.load_table(direct)
+    theirs = testing_catalog.load_table(through_spark)
+    assert ours.schema() == theirs.schema()
+    columns = [f.name for f in ours.schema().fields]
+    read = open_read_session(CATALOG, direct).to_arrow().sort_by("id")
+    assert read.to_pylist() == open_read_session(CATALOG, through_spark).to_arrow().sort_by("id").to_pylist()
+    assert (
+        read.select(columns).to_pylist()
+        == testing_catalog.load_table(direct).scan().to_arrow().sort_by("id").select(columns).to_pylist()
+    )
+
+    # Dynamic overwrite from a Parquet source: the days it holds are replaced, the others kept.
+    replacement = tmp_path / "replacement.parquet"
+    rows = _typed_parquet_rows(3, 1)  # ts on January 1st
+    pq.write_table(rows, replacement)
+    replaced = ingest(
+        spark,
+        CATALOG,
+        direct,
+        spark_ingest.parquet_source_of(spark, CATALOG, str(replacement)),
+        IngestOptions(mode="overwrite"),
+    )
+    assert replaced["operation"] == "overwrite" and replaced["rows_added"] == 1
+    left = open_read_session(CATALOG, direct, columns=["id"]).to_arrow().column("id").to_pylist()
+    assert sorted(left) == sorted([i for i in range(1200) if i % 3 != 0] + [3])
+
+
+def test_nulls_in_a_required_column_of_a_parquet_source_are_bad_input(spark, testing_catalog, tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    testing_catalog.create_namespace_if_not_exists("ingest_tests")
+    name = _table_name("required_direct")
+    testing_catalog.create_table(
+        name,
+        pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())]),
+        properties={"format-version": "2"},
+    )
+    source = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, None, None], pa.int64()), "name": ["a", "b", "c"]}), source)
+    planned = spark_ingest.parquet_source_of(spark, CATALOG, str(source))
+    assert planned is not None
+    with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 2 row"):
+        ingest(spark, CATALOG, name, planned, IngestOptions(mode="append"))
+    assert testing_catalog.load_table(name).current_snapshot() is None
+    assert not _table_files(testing_catalog, name)
+    with pytest.raises(ValueError, match="append and dynamic overwrite only"):
+        ingest(spark, CATALOG, name, planned, IngestOptions(mode="upsert", key=("id",)))
+    # Footers without statistics do not count nulls: the source is then read (and checked) by Spark.
+    pq.write_table(
+        pa.table({"id": pa.array([1, None], pa.int64()), "name": ["a", "b"]}), source, write_statistics=False
+    )
+    unknown = spark_ingest.parquet_source_of(spark, CATALOG, str(source))
+    assert unknown is not None and unknown.null_counts["id"] is None
+    with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 1 row"):
+        ingest(spark, CATALOG, name, unknown, IngestOptions(mode="append"))
+    assert testing_catalog.load_table(name).current_snapshot() is None

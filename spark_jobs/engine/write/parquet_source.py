@@ -1,0 +1,218 @@
+"""Parquet source files read with pyarrow where the writer runs, for an ingest that needs no Spark SQL on them.
+
+Read through Spark, a Parquet source is decoded in the JVM, each row converted to Arrow and sent to a Python
+worker that writes it again. Read with pyarrow inside the writing task, the rows never leave Arrow. The rows and
+the table schema must be the ones Spark's reader would give, so only sources whose meaning is plain qualify;
+anything else (``plan_parquet_source`` returns None) goes through Spark as before.
+
+1. List the source: one file, or a directory's files, names starting with ``_`` or ``.`` skipped (as Spark does).
+   A glob, a directory with subdirectories (Spark's partition discovery) or without files does not qualify.
+2. Read every footer (a few threads): all files must have one schema of flat columns of plain types (no INT96,
+   dictionary, unsigned, nested or nanosecond columns). Every column is nullable, as Spark reads files.
+3. Cut the files into row groups and pack them, in file order, into tasks of at most
+   ``min(max_task_bytes, max(total / parallelism, 4 MiB))`` compressed bytes, Spark's own split size for files:
+   a task per slot of the cluster, none larger than ``spark.sql.files.maxPartitionBytes``.
+4. A task streams its runs' record batches (``read_source_task``) into the data writer.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+from pyiceberg.io import FileIO
+
+from spark_jobs.engine.shared.errors import UserInputError
+
+_GLOB_CHARACTERS = set("*?[{")
+_FOOTER_THREADS = 4
+_BATCH_ROWS = 65_536
+_OPEN_COST_BYTES = 4 * 1024 * 1024  # Spark's spark.sql.files.openCostInBytes: the smallest task worth its start
+
+
+@dataclass(frozen=True)
+class SourceRun:
+    """Consecutive row groups of one source file, read by one task."""
+
+    path: str
+    row_groups: tuple[int, ...]
+    compressed_bytes: int
+    rows: int
+
+
+@dataclass(frozen=True)
+class ParquetSource:
+    """A Parquet source planned for reading in the writing tasks: its schema and each task's runs of row groups."""
+
+    uri: str
+    arrow_schema: pa.Schema
+    tasks: tuple[tuple[SourceRun, ...], ...]
+    # Nulls per column from the footers' statistics (None: some row group does not say).
+    null_counts: dict[str, int | None]
+
+    @property
+    def rows(self) -> int:
+        """Rows in the whole source (from the footers)."""
+        return sum(run.rows for task in self.tasks for run in task)
+
+
+def plan_parquet_source(uri: str, io: FileIO, *, parallelism: int, max_task_bytes: int) -> ParquetSource | None:
+    """The source at ``uri`` planned for pyarrow reads (module doc), or None when it does not qualify."""
+    if any(character in _GLOB_CHARACTERS for character in uri):
+        return None
+    located = _file_system(io, uri)
+    if located is None:
+        return None
+    file_system, path, scheme_prefix = located
+    info = file_system.get_file_info(path)
+    if info.type == pafs.FileType.File:
+        paths = [path]
+    elif info.type == pafs.FileType.Directory:
+        entries = file_system.get_file_info(pafs.FileSelector(path, recursive=False))
+        visible = [e for e in entries if not posixpath.basename(e.path).startswith(("_", "."))]
+        if any(e.type != pafs.FileType.File for e in visible):
+            return None  # subdirectories: Spark would discover partition columns
+        paths = sorted(e.path for e in visible)
+    else:
+        return None  # missing: Spark's reader reports it
+    if not paths:
+        return None
+    with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(paths))) as pool:
+        footers = list(pool.map(lambda p: _read_footer(file_system, p, uri), paths))
+    schema = footers[0][1]
+    if any(not s.equals(schema) for _, s in footers) or not _plain_columns(footers[0][0], schema):
+        return None
+    runs = [
+        SourceRun(scheme_prefix + p, (index,), _compressed_bytes(metadata, index), metadata.row_group(index).num_rows)
+        for p, (metadata, _) in zip(paths, footers, strict=True)
+        for index in range(metadata.num_row_groups)
+    ]
+    nullable = pa.schema([pa.field(f.name, f.type, nullable=True) for f in schema])
+    tasks = _pack(runs, parallelism=parallelism, max_task_bytes=max_task_bytes)
+    return ParquetSource(uri, nullable, tasks, _null_counts([metadata for metadata, _ in footers], schema))
+
+
+def read_source_task(task: tuple[SourceRun, ...], io: FileIO, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The record batches of one task's runs, in order, with ``schema`` (the planned, nullable one)."""
+    for run in task:
+        with io.new_input(run.path).open() as stream:
+            parquet_file = pq.ParquetFile(stream)
+            if _columns(parquet_file.schema_arrow) != _columns(schema):
+                raise UserInputError(f"source file {run.path} changed while it was ingested (its schema differs)")
+            for batch in parquet_file.iter_batches(
+                batch_size=_BATCH_ROWS, row_groups=list(run.row_groups), use_threads=True
+            ):
+                yield pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+
+
+def _file_system(io: FileIO, uri: str) -> tuple[pafs.FileSystem, str, str] | None:
+    """The pyarrow file system of ``io`` holding ``uri``, the path in it, and the prefix that makes it a URI again."""
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    if not isinstance(io, PyArrowFileIO):
+        return None
+    scheme, netloc, path = io.parse_location(uri, io.properties)
+    if scheme == "file":
+        path = os.path.abspath(path)  # relative to the working directory, as Spark resolves it
+    prefix = "" if scheme == "file" else f"{scheme}://"
+    return io.fs_by_scheme(scheme, netloc), path, prefix
+
+
+def _read_footer(file_system: pafs.FileSystem, path: str, uri: str) -> tuple[pq.FileMetaData, pa.Schema]:
+    """A source file's footer and Arrow schema (no metadata); a file that is not Parquet is bad input."""
+    try:
+        with file_system.open_input_file(path) as stream:
+            parquet_file = pq.ParquetFile(stream)
+            return parquet_file.metadata, parquet_file.schema_arrow.remove_metadata()
+    except (pa.ArrowInvalid, OSError) as error:
+        raise UserInputError(f"cannot read source {uri} (parquet): file {path}: {error}") from error
+
+
+def _plain_columns(metadata: pq.FileMetaData, schema: pa.Schema) -> bool:
+    """True when every column is flat, of a type Spark reads as pyarrow does, and not stored as INT96."""
+    if metadata.num_columns != len(schema):
+        return False  # a nested column has several leaves
+    for index, field in enumerate(schema):
+        if metadata.schema.column(index).physical_type == "INT96" or not _plain_type(field.type):
+            return False
+    return True
+
+
+def _plain_type(arrow_type: pa.DataType) -> bool:
+    """Types read the same by Spark and pyarrow, and mapped to one Iceberg type."""
+    if pa.types.is_timestamp(arrow_type):
+        return arrow_type.unit == "us" and arrow_type.tz in (None, "UTC", "+00:00")
+    return (
+        pa.types.is_boolean(arrow_type)
+        or arrow_type in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64())
+        or pa.types.is_decimal128(arrow_type)
+        or pa.types.is_date32(arrow_type)
+        or pa.types.is_string(arrow_type)
+        or pa.types.is_large_string(arrow_type)
+        or pa.types.is_binary(arrow_type)
+        or pa.types.is_large_binary(arrow_type)
+    )
+
+
+def _columns(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    return [(f.name, f.type) for f in schema]
+
+
+def _null_counts(footers: list[pq.FileMetaData], schema: pa.Schema) -> dict[str, int | None]:
+    """Nulls per (flat) column over every row group of every file; None where a row group has no null count."""
+    counts: dict[str, int | None] = {}
+    for index, field in enumerate(schema):
+        total: int | None = 0
+        for metadata in footers:
+            for group in range(metadata.num_row_groups):
+                statistics = metadata.row_group(group).column(index).statistics
+                if statistics is None or not statistics.has_null_count or total is None:
+                    total = None
+                    break
+                total += statistics.null_count
+        counts[field.name] = total
+    return counts
+
+
+def _compressed_bytes(metadata: pq.FileMetaData, row_group: int) -> int:
+    group = metadata.row_group(row_group)
+    return sum(group.column(i).total_compressed_size for i in range(group.num_columns))
+
+
+def _pack(runs: list[SourceRun], *, parallelism: int, max_task_bytes: int) -> tuple[tuple[SourceRun, ...], ...]:
+    """Runs in order into tasks of at most the module doc's bytes; adjacent row groups of a file merge into a run."""
+    total = sum(run.compressed_bytes for run in runs)
+    per_slot = -(-total // max(parallelism, 1))
+    limit = max(min(max_task_bytes, max(per_slot, _OPEN_COST_BYTES)), 1)
+    tasks: list[list[SourceRun]] = []
+    size = 0
+    for run in runs:
+        if not tasks or (size and size + run.compressed_bytes > limit):
+            tasks.append([])
+            size = 0
+        current = tasks[-1]
+        if current and current[-1].path == run.path:
+            last = current[-1]
+            current[-1] = SourceRun(
+                run.path,
+                last.row_groups + run.row_groups,
+                last.compressed_bytes + run.compressed_bytes,
+                last.rows + run.rows,
+            )
+        else:
+            current.append(run)
+        size += run.compressed_bytes
+    return tuple(tuple(task) for task in tasks)
+
+
+def source_summary(source: ParquetSource) -> dict[str, Any]:
+    """What the job log says about a planned source."""
+    files = {run.path for task in source.tasks for run in task}
+    return {"uri": source.uri, "files": len(files), "tasks": len(source.tasks), "rows": source.rows}
