@@ -33,11 +33,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
-from pyiceberg.types import StructType
+from pyiceberg.types import DoubleType, FloatType, StructType
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import StructType as SparkStructType
@@ -53,6 +54,7 @@ from spark_jobs.engine.commit.idempotency import committed_snapshot_for_key
 from spark_jobs.engine.commit.pending_commits import settled_quietly
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+from spark_jobs.engine.ingest.batch_keys import key_bounds
 from spark_jobs.engine.ingest.changes import (
     append_change,
     for_commit,
@@ -95,6 +97,7 @@ from spark_jobs.spark.write import (
 
 __all__ = ["IngestOptions", "ingest"]
 log = logging.getLogger(__name__)
+SHIPPED_KEYS_MAX = 1_000_000  # distinct batch keys collected to the driver and shipped to the key scan, at most
 
 
 @dataclass
@@ -343,9 +346,14 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         .select(*[F.col(f"`{k}`").cast(table_key_types[k]).alias(k) for k in key])
     )
     position_mode = options.delete_mode == "position"
-    files = files_that_may_hold_keys(
-        table, key, _batch_key_range(batch_keys, range_key_columns(key_schema)), with_position_deletes=position_mode
+    shipped = _collected_keys(batch_keys) if _keys_compare_alike(key_schema) else None
+    columns = range_key_columns(key_schema)
+    key_range = (
+        _batch_key_range(batch_keys, columns)
+        if shipped is None
+        else key_range_filter(columns, key_bounds(shipped, columns) if columns else None)
     )
+    files = files_that_may_hold_keys(table, key, key_range, with_position_deletes=position_mode)
     required: set[str] = set()
     replaced_vectors: set[tuple[str, int]] = set()
     replaced_position_deletes: set[str] = set()
@@ -356,8 +364,8 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         partitions = partitions_of(files)
         ordinal = {partition: index for index, partition in enumerate(partitions)}
         files_with_ordinals = [(f, ordinal[(f.spec_id, f.partition)]) for f in files]
-        positions = key_positions(spark, files_with_ordinals, key_scan_context(table, key, files))
-        matched = positions.join(batch_keys, on=key, how="left_semi").cache()
+        positions = key_positions(spark, files_with_ordinals, key_scan_context(table, key, files), shipped)
+        matched = (positions if shipped is not None else positions.join(batch_keys, on=key, how="left_semi")).cache()
         job.outcome.rows_deleted = matched.count()
         if position_mode and table.metadata.format_version >= 3:
             live = {f.path: f for f in files}
@@ -391,6 +399,21 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         replaced_position_deletes=replaced_position_deletes,
         deletion_vectors=table.metadata.format_version >= 3,
     )
+
+
+def _keys_compare_alike(key_schema: Schema) -> bool:
+    """True when pyarrow matches keys as Spark's join does: no floating point key (NaN and -0.0 are Spark's own)."""
+    return not any(isinstance(field.field_type, FloatType | DoubleType) for field in key_schema.fields)
+
+
+def _collected_keys(batch_keys: DataFrame) -> pa.Table | None:
+    """The batch's distinct keys on the driver (Spark hands them over as Arrow), or None past ``SHIPPED_KEYS_MAX``."""
+    batches = batch_keys.limit(SHIPPED_KEYS_MAX + 1)._collect_as_arrow()  # type: ignore[operator]  # private API
+    keys = pa.Table.from_batches(batches) if batches else arrow_schema_of(batch_keys.schema).empty_table()
+    if keys.num_rows > SHIPPED_KEYS_MAX:
+        log.info("more than %d distinct keys: the key scan is joined with the batch in Spark", SHIPPED_KEYS_MAX)
+        return None
+    return keys
 
 
 def _batch_key_range(batch_keys: DataFrame, columns: list[str]) -> BooleanExpression:

@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
+from spark_jobs.engine.ingest.batch_keys import rows_with_keys
 from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.read.task_scan import read_slice
@@ -102,8 +103,16 @@ def write_parquet_source(spark: SparkSession, source: ParquetSource, context: Wr
     return _collect_files(rows.mapInArrow(write_source_task, f"{FILE_COLUMN} binary"))
 
 
-def key_positions(spark: SparkSession, files: Sequence[tuple[DataFileSlice, int]], context: ScanContext) -> DataFrame:
+def key_positions(
+    spark: SparkSession,
+    files: Sequence[tuple[DataFileSlice, int]],
+    context: ScanContext,
+    batch_keys: pa.Table | None = None,
+) -> DataFrame:
     """(file_path, pos, partition ordinal, key columns) of the live rows of ``files`` (each with its ordinal).
+
+    With ``batch_keys`` (the batch's distinct keys) only the rows holding one of them: the tasks filter with
+    pyarrow, so only the matched positions reach the JVM.
 
     ``context`` reads the key columns and ``_pos`` (``engine.ingest.live_files.key_scan_context``); each file is one
     Spark task running the per-task scan every read runs, so the deletes attached to a file (position deletes, a
@@ -123,10 +132,18 @@ def key_positions(spark: SparkSession, files: Sequence[tuple[DataFileSlice, int]
     if not files:
         return spark.createDataFrame([], spark_schema)
     payloads = [pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in files]
-    rows, closed_over = task_rows(spark, payloads)
+    task_frame, closed_over = task_rows(spark, payloads)
+    key_schema = pa.schema([pa.field(field.name, field.type) for field in key_fields])
+    # Broadcast, not closed over: a Python worker loads the keys once for all the tasks it runs.
+    shipped = (
+        None
+        if batch_keys is None
+        else spark.sparkContext.broadcast(batch_keys.select(key_schema.names).cast(key_schema))
+    )
 
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         metrics = ScanMetrics()
+        keys = None if shipped is None else shipped.value
         for payload in task_payloads(batches, closed_over):
             data_file, ordinal = pickle.loads(payload)
             for rows in read_slice(data_file, context, metrics):
@@ -137,9 +154,14 @@ def key_positions(spark: SparkSession, files: Sequence[tuple[DataFileSlice, int]
                     pa.repeat(pa.scalar(ordinal, pa.int32()), count),
                     *(rows.column(field.name) for field in key_fields),
                 ]
-                yield conform_batch(pa.RecordBatch.from_arrays(columns, schema=output), spark_arrow)
+                out = pa.RecordBatch.from_arrays(columns, schema=output)
+                if keys is None:
+                    yield conform_batch(out, spark_arrow)
+                    continue
+                for matched in rows_with_keys(out, keys).to_batches():
+                    yield conform_batch(matched, spark_arrow)
 
-    return rows.mapInArrow(read_keys, spark_schema)
+    return task_frame.mapInArrow(read_keys, spark_schema)
 
 
 def _rows_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:

@@ -425,3 +425,32 @@ def test_nulls_in_a_required_column_of_a_parquet_source_are_bad_input(spark, tes
     with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 1 row"):
         ingest(spark, CATALOG, name, unknown, IngestOptions(mode="append"))
     assert testing_catalog.load_table(name).current_snapshot() is None
+
+
+@pytest.mark.parametrize("shipped_keys_max", [0, 1_000_000], ids=["joined in Spark", "keys shipped to the scan"])
+def test_upsert_by_position_checks_and_matches_keys_whether_or_not_they_are_collected(
+    spark, testing_catalog, monkeypatch, shipped_keys_max
+) -> None:
+    monkeypatch.setattr(spark_ingest, "SHIPPED_KEYS_MAX", shipped_keys_max)
+    table = _table_name("shipped")
+    first = _rows(range(40))
+    ingest(spark, CATALOG, table, _frame(spark, first), IngestOptions(mode="append", create_if_missing=True))
+    before = testing_catalog.load_table(table).current_snapshot().snapshot_id
+    duplicated = spark.createDataFrame([(1, "x"), (1, "y"), (2, "z"), (None, "n")], "id long, name string")
+    with pytest.raises(UserInputError, match="1 source row"):
+        ingest(spark, CATALOG, table, duplicated, IngestOptions(mode="upsert", key=("id",)))
+    with pytest.raises(UserInputError, match="1 key value"):
+        ingest(spark, CATALOG, table, duplicated.dropna(), IngestOptions(mode="upsert", key=("id",)))
+    assert testing_catalog.load_table(table).current_snapshot().snapshot_id == before
+
+    changed = _rows([3, 17, 39, 500], "v2")  # three matched ids, one new
+    result = ingest(spark, CATALOG, table, _frame(spark, changed), IngestOptions(mode="upsert", key=("id",)))
+    assert result["rows_deleted_by_key"] == 3 and result["position_deletes_added"] >= 1
+    state = [r for r in first if r[0] not in (3, 17, 39)] + changed
+    assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(state)
+    deleted = ingest(
+        spark, CATALOG, table, _frame(spark, _rows([17, 20, 999])), IngestOptions(mode="delete", key=("id",))
+    )
+    assert deleted["rows_deleted_by_key"] == 2
+    state = [r for r in state if r[0] not in (17, 20)]
+    assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(state)
