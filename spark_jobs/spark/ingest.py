@@ -8,7 +8,9 @@ the footers' statistics; a source whose footers do not count them is read by Spa
 1. Load the table (or create it from the source's schema, ``engine.ingest.table_setup``); refuse tables we
    cannot write (``commit.format_v3``). With an idempotency key already committed, stop and report that snapshot.
 2. Check the source schema against the table; with schema evolution the new schema is committed together with the
-   data. Check the source's rows on Spark: no null in a required column or a key; for upsert no duplicate key.
+   data. Check the source's rows on Spark: no null in a required column or a key; for upsert no duplicate key. With
+   a key and at most ``SHIPPED_KEYS_MAX`` distinct keys, one job groups the batch by key and the driver checks the
+   groups and keeps the distinct keys for the key scan (``engine.ingest.batch_keys``).
 3. Write on the executors, by mode:
    - append: data files.
    - overwrite with a filter: the files the filter may match are removed and their other rows (deletes applied,
@@ -54,7 +56,7 @@ from spark_jobs.engine.commit.idempotency import committed_snapshot_for_key
 from spark_jobs.engine.commit.pending_commits import settled_quietly
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.ingest.batch_keys import key_bounds
+from spark_jobs.engine.ingest.batch_keys import NULLS_PREFIX, ROWS_COLUMN, checked_batch_keys, key_bounds
 from spark_jobs.engine.ingest.changes import (
     append_change,
     for_commit,
@@ -111,6 +113,7 @@ class _Job:
     context: WriteContext
     written: list[dict[str, Any]]
     outcome: IngestOutcome
+    batch_keys: pa.Table | None = None  # the batch's distinct keys, collected by the checks (upsert and delete)
 
 
 def ingest(
@@ -144,7 +147,7 @@ def ingest(
     if isinstance(source, ParquetSource) and _unknown_required_nulls(table, source):
         log.info("the footers of %s do not count nulls in every required column: Spark reads it", source.uri)
         source = spark.read.parquet(source.uri)
-    checked = _check_source(table, source, options)
+    checked, collected_keys = _check_source(table, source, options)
     outcome.phases["plan"] = time.perf_counter() - started
     log.info("plan done in %.1f s (snapshot %s); write ...", outcome.phases["plan"], start_id)
     context = WriteContext.for_table(table, schema=checked.schema)
@@ -157,7 +160,7 @@ def ingest(
     result: CommitResult | None = None
     try:
         started = time.perf_counter()
-        change = _write(_Job(spark, table, rows, options, context, written, outcome))
+        change = _write(_Job(spark, table, rows, options, context, written, outcome, collected_keys))
         outcome.phases["write"] = time.perf_counter() - started
         log.info("write done in %.1f s (%d files); commit ...", outcome.phases["write"], len(written))
         started = time.perf_counter()
@@ -241,9 +244,12 @@ def _write_rows(spark: SparkSession, rows: DataFrame | ParquetSource, context: W
     return write_dataframe(rows, context)
 
 
-def _check_source(table: Table, source: DataFrame | ParquetSource, options: IngestOptions) -> SchemaCheck:
+def _check_source(
+    table: Table, source: DataFrame | ParquetSource, options: IngestOptions
+) -> tuple[SchemaCheck, pa.Table | None]:
     """The schema check (in the engine), then the row checks: required columns and keys (on Spark, or from the
-    footers of a Parquet source)."""
+    footers of a Parquet source). With a key, also the batch's distinct keys when they were collected (one Spark
+    job checks and collects them when there are at most ``SHIPPED_KEYS_MAX``: ``_grouped_batch_keys``)."""
     table_name = ".".join(table.name())
     checked = check_source_schema(table, _source_arrow_schema(source), options)
     if isinstance(source, ParquetSource):
@@ -252,12 +258,54 @@ def _check_source(table: Table, source: DataFrame | ParquetSource, options: Inge
         if with_nulls:
             detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
             raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
-        return checked
+        return checked, None
+    required = [f.name for f in table.schema().fields if f.required] if options.mode != "delete" else []
+    if options.key and not _has_required_struct_fields(table.schema(), source):
+        keys = _grouped_batch_keys(table, source, options, required)
+        if keys is not None:
+            return checked, keys
     if options.mode != "delete":
         _check_required_columns(table_name, source, table.schema())
     if options.key:
         _check_keys(table_name, source, list(options.key), unique=options.mode == "upsert")
-    return checked
+    return checked, None
+
+
+def _grouped_batch_keys(
+    table: Table, source: DataFrame, options: IngestOptions, required: list[str]
+) -> pa.Table | None:
+    """Check the batch's rows and collect its distinct keys in one Spark job, or None (then Spark checks them).
+
+    The source is grouped by its key columns (as the separate checks group them), with each group's rows and the
+    nulls of each required column, and the keys are cast to the table's key types (as the join would). At most
+    ``SHIPPED_KEYS_MAX + 1`` groups are collected as Arrow; past that, or with a floating-point key column (Spark's
+    join, which the key scan then keeps, equates NaN with NaN and -0.0 with 0.0), None.
+    """
+    key = list(options.key)
+    key_schema = table.schema().select(*key)
+    if not _keys_compare_alike(key_schema):
+        return None
+    present = [name for name in required if name in source.columns]
+    counted = [ROWS_COLUMN, *(NULLS_PREFIX + name for name in present)]
+    if set(counted) & set(key):
+        return None  # a key column named like a count column: the separate checks
+    key_types = spark_types_of(key_schema)
+    grouped = (
+        source.groupBy(*[F.col(f"`{k}`") for k in key])
+        .agg(
+            F.count(F.lit(1)).alias(ROWS_COLUMN),
+            *[F.count(F.when(F.col(f"`{name}`").isNull(), 1)).alias(NULLS_PREFIX + name) for name in present],
+        )
+        .select(*[F.col(f"`{k}`").cast(key_types[k]).alias(k) for k in key], *[F.col(f"`{c}`") for c in counted])
+    )
+    batches = grouped.limit(SHIPPED_KEYS_MAX + 1)._collect_as_arrow()  # type: ignore[operator]  # private API
+    groups = pa.Table.from_batches(batches) if batches else arrow_schema_of(grouped.schema).empty_table()
+    if groups.num_rows > SHIPPED_KEYS_MAX:
+        log.info("more than %d distinct keys: Spark checks the batch and joins it with the key scan", SHIPPED_KEYS_MAX)
+        return None
+    return checked_batch_keys(
+        groups, key, unique=options.mode == "upsert", required=present, table_name=".".join(table.name())
+    )
 
 
 def _check_required_columns(table_name: str, source: DataFrame, schema: Schema) -> None:
@@ -272,6 +320,11 @@ def _check_required_columns(table_name: str, source: DataFrame, schema: Schema) 
     if with_nulls:
         detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
         raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
+
+
+def _has_required_struct_fields(schema: Schema, source: DataFrame) -> bool:
+    """True when the source holds a required field inside a struct (checked by ``_check_required_columns`` only)."""
+    return any(len(path) > 1 for path, _ in _nulls_in_required(schema.as_struct(), source.schema))
 
 
 def _nulls_in_required(
@@ -346,7 +399,7 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         .select(*[F.col(f"`{k}`").cast(table_key_types[k]).alias(k) for k in key])
     )
     position_mode = options.delete_mode == "position"
-    shipped = _collected_keys(batch_keys) if _keys_compare_alike(key_schema) else None
+    shipped = job.batch_keys
     columns = range_key_columns(key_schema)
     key_range = (
         _batch_key_range(batch_keys, columns)
@@ -404,16 +457,6 @@ def _row_level(job: _Job) -> SnapshotChange | None:
 def _keys_compare_alike(key_schema: Schema) -> bool:
     """True when pyarrow matches keys as Spark's join does: no floating point key (NaN and -0.0 are Spark's own)."""
     return not any(isinstance(field.field_type, FloatType | DoubleType) for field in key_schema.fields)
-
-
-def _collected_keys(batch_keys: DataFrame) -> pa.Table | None:
-    """The batch's distinct keys on the driver (Spark hands them over as Arrow), or None past ``SHIPPED_KEYS_MAX``."""
-    batches = batch_keys.limit(SHIPPED_KEYS_MAX + 1)._collect_as_arrow()  # type: ignore[operator]  # private API
-    keys = pa.Table.from_batches(batches) if batches else arrow_schema_of(batch_keys.schema).empty_table()
-    if keys.num_rows > SHIPPED_KEYS_MAX:
-        log.info("more than %d distinct keys: the key scan is joined with the batch in Spark", SHIPPED_KEYS_MAX)
-        return None
-    return keys
 
 
 def _batch_key_range(batch_keys: DataFrame, columns: list[str]) -> BooleanExpression:

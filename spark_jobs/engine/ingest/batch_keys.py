@@ -1,6 +1,9 @@
 """An upsert or delete batch's distinct keys held in Arrow: their bounds, and the filter of the key scan.
 
-When the batch's distinct keys are few enough to hold on the driver, they are collected once and then:
+When the batch's distinct keys are few enough to hold on the driver, they are collected once, grouped with their
+row counts (and the nulls of required columns), and then:
+0. checked (``checked_batch_keys``): no null in a required column, no null key, and in an upsert no key twice,
+   with the same errors as the checks Spark runs one by one for larger batches;
 1. bounded: the smallest and largest value of each integer and string key column, so planning skips data files
    that cannot hold them (``key_bounds``);
 2. shipped to the tasks that read the table's key columns, which keep only the rows whose key is in the batch
@@ -14,6 +17,43 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from spark_jobs.engine.shared.errors import UserInputError
+
+ROWS_COLUMN = "_rows"  # the rows of the batch holding a group's key
+NULLS_PREFIX = "_nulls_"  # + a required column's name: that column's nulls in the group's rows
+
+
+def checked_batch_keys(
+    groups: pa.Table, key: Sequence[str], *, unique: bool, required: Sequence[str], table_name: str
+) -> pa.Table:
+    """The batch's distinct keys from its key groups (key columns, ``ROWS_COLUMN``, ``NULLS_PREFIX`` columns).
+
+    Raises what the row checks raise, in their order: nulls in a required column (``required``: the columns whose
+    nulls were counted), a null key, and with ``unique`` a key in more than one row.
+    """
+    with_nulls = {}
+    for name in required:
+        count = pc.sum(groups.column(NULLS_PREFIX + name)).as_py() or 0
+        if count:
+            with_nulls[name] = count
+    if with_nulls:
+        detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
+        raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
+    null_key = pc.is_null(groups.column(key[0]))
+    for name in key[1:]:
+        null_key = pc.or_(null_key, pc.is_null(groups.column(name)))
+    null_rows = pc.sum(groups.column(ROWS_COLUMN).filter(null_key)).as_py() or 0
+    if null_rows:
+        raise UserInputError(f"{null_rows} source row(s) have a null in key column(s) {list(key)} (table {table_name})")
+    if unique:
+        duplicated = pc.sum(pc.greater(groups.column(ROWS_COLUMN), 1)).as_py() or 0
+        if duplicated:
+            raise UserInputError(
+                f"{duplicated} key value(s) of {list(key)} occur more than once in the upsert batch "
+                f"(table {table_name})"
+            )
+    return groups.select(list(key))
 
 
 def key_bounds(keys: pa.Table, columns: Sequence[str]) -> list[tuple[Any, Any]] | None:
