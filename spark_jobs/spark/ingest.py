@@ -3,15 +3,17 @@
 What to commit is decided in ``engine.ingest``; this module runs the Spark work around those decisions. The source
 is a DataFrame, or for an append or a dynamic overwrite of plain Parquet files a ``ParquetSource``
 (``parquet_source_of``), whose files the writing tasks read with pyarrow (nulls in required columns counted from
-the footers' statistics; a source whose footers do not count them is read by Spark).
+the footers' statistics, or by the writers where the footers do not count them).
 
 1. Load the table (or create it from the source's schema, ``engine.ingest.table_setup``); refuse tables we
    cannot write (``commit.format_v3``). With an idempotency key already committed, stop and report that snapshot.
 2. Check the source schema against the table; with schema evolution the new schema is committed together with the
-   data. Check the source's rows on Spark: no null in a required column or a key; for upsert no duplicate key. With
-   a key and at most ``SHIPPED_KEYS_MAX`` distinct keys, one job groups the batch by key and the driver checks the
-   groups and keeps the distinct keys for the key scan (``engine.ingest.batch_keys``).
-3. Write on the executors, by mode:
+   data. Check the source's rows on Spark: no null in a key or in a required field inside a struct; for upsert no
+   duplicate key. With a key and at most
+   ``SHIPPED_KEYS_MAX`` distinct keys, one job groups the batch by key and the driver checks the groups (nulls in
+   required columns too) and keeps the distinct keys for the key scan (``engine.ingest.batch_keys``).
+3. Write on the executors, by mode (the writers count nulls in required columns and write nothing more once they
+   find one: the job then fails as bad input, with the rows counted over every task, and its files are deleted):
    - append: data files.
    - overwrite with a filter: the files the filter may match are removed and their other rows (deletes applied,
      read by the engine on the executors) rewritten with the new data; without a filter (dynamic): the new
@@ -77,7 +79,7 @@ from spark_jobs.engine.ingest.live_files import (
 from spark_jobs.engine.ingest.options import IngestOptions, check_options
 from spark_jobs.engine.ingest.result import IngestOutcome, ingest_result
 from spark_jobs.engine.ingest.table_setup import check_source_schema, load_or_create_table
-from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.table.catalog import load_catalog
 from spark_jobs.engine.write.job_files import delete_leftovers
@@ -144,9 +146,6 @@ def ingest(
             return ingest_result(table_name, options, already_committed_result(earlier), outcome)
     start_snapshot = table.current_snapshot()
     start_id = start_snapshot.snapshot_id if start_snapshot else None
-    if isinstance(source, ParquetSource) and _unknown_required_nulls(table, source):
-        log.info("the footers of %s do not count nulls in every required column: Spark reads it", source.uri)
-        source = spark.read.parquet(source.uri)
     checked, collected_keys = _check_source(table, source, options)
     outcome.phases["plan"] = time.perf_counter() - started
     log.info("plan done in %.1f s (snapshot %s); write ...", outcome.phases["plan"], start_id)
@@ -160,7 +159,12 @@ def ingest(
     result: CommitResult | None = None
     try:
         started = time.perf_counter()
-        change = _write(_Job(spark, table, rows, options, context, written, outcome, collected_keys))
+        try:
+            change = _write(_Job(spark, table, rows, options, context, written, outcome, collected_keys))
+        except RequiredColumnNullsError as error:  # found by the writers (module doc, step 3)
+            raise UserInputError(
+                f"source has nulls in column(s) table {table_name} requires: {error.detail}"
+            ) from error
         outcome.phases["write"] = time.perf_counter() - started
         log.info("write done in %.1f s (%d files); commit ...", outcome.phases["write"], len(written))
         started = time.perf_counter()
@@ -224,12 +228,6 @@ def _source_arrow_schema(source: DataFrame | ParquetSource) -> Any:
     return source.arrow_schema if isinstance(source, ParquetSource) else arrow_schema_of(source.schema)
 
 
-def _unknown_required_nulls(table: Table, source: ParquetSource) -> bool:
-    """True when a column the table requires is in the source and its footers do not count its nulls."""
-    required = [f.name for f in table.schema().fields if f.required]
-    return any(name in source.null_counts and source.null_counts[name] is None for name in required)
-
-
 def _dataframe(rows: DataFrame | ParquetSource) -> DataFrame:
     """The source as a DataFrame (modes that query the source never get a ParquetSource: see ``ingest``)."""
     if isinstance(rows, ParquetSource):
@@ -260,11 +258,14 @@ def _check_source(
             raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
         return checked, None
     required = [f.name for f in table.schema().fields if f.required] if options.mode != "delete" else []
-    if options.key and not _has_required_struct_fields(table.schema(), source):
+    struct_fields = _has_required_struct_fields(table.schema())
+    if options.key and not struct_fields:
         keys = _grouped_batch_keys(table, source, options, required)
         if keys is not None:
             return checked, keys
-    if options.mode != "delete":
+    if options.mode != "delete" and struct_fields:
+        # Top-level required columns are checked by the writers; with a required field inside a struct, one job
+        # here checks them all (a writer cannot tell a missing struct from one whose required field is null).
         _check_required_columns(table_name, source, table.schema())
     if options.key:
         _check_keys(table_name, source, list(options.key), unique=options.mode == "upsert")
@@ -322,9 +323,18 @@ def _check_required_columns(table_name: str, source: DataFrame, schema: Schema) 
         raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
 
 
-def _has_required_struct_fields(schema: Schema, source: DataFrame) -> bool:
-    """True when the source holds a required field inside a struct (checked by ``_check_required_columns`` only)."""
-    return any(len(path) > 1 for path, _ in _nulls_in_required(schema.as_struct(), source.schema))
+def _has_required_struct_fields(schema: Schema) -> bool:
+    """True when the table has a required field inside a struct (checked by ``_check_required_columns`` only)."""
+
+    def inside(struct: StructType) -> bool:
+        for field in struct.fields:
+            if isinstance(field.field_type, StructType) and (
+                any(inner.required for inner in field.field_type.fields) or inside(field.field_type)
+            ):
+                return True
+        return False
+
+    return inside(schema.as_struct())
 
 
 def _nulls_in_required(

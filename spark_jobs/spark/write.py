@@ -10,9 +10,10 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ from spark_jobs.engine.ingest.batch_keys import rows_with_keys
 from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.read.task_scan import read_slice
+from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.parquet_source import ParquetSource, read_source_task
 from spark_jobs.engine.write.write_context import (
@@ -39,6 +41,7 @@ from spark_jobs.spark.scan import task_payloads, task_rows
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 FILE_COLUMN = "file"
+_NULLS_KEY = "required_column_nulls"  # a task's count of nulls in required columns, in place of its files
 ORDINAL_COLUMN = "_partition_ordinal"
 
 
@@ -68,18 +71,45 @@ def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, A
     """Write ``frame`` (columns named as the table's) as data files on the executors; their descriptions.
 
     Each Spark partition streams into rolling writers (at most a row group per table partition in memory), except
-    for a table with a sort order, whose task gathers its rows to sort them (``write_data_stream``).
+    for a table with a sort order, whose task gathers its rows to sort them (``write_data_stream``). Nulls in a
+    column the table requires raise ``RequiredColumnNullsError`` with the rows counted over every task
+    (``_written_or_nulls``).
     """
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = next(batches, None)
         if first is None:
             return
-        written = write_data_stream(itertools.chain([first], batches), context, task_attempt_tag(), first.schema)
+        written = _written_or_nulls(
+            lambda: write_data_stream(itertools.chain([first], batches), context, task_attempt_tag(), first.schema)
+        )
         if written:
             yield _file_batch(written)
 
-    return _collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
+    return _files_without_nulls(_collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary")))
+
+
+def _written_or_nulls(write: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """A task's written files, or its count of nulls in required columns in their place.
+
+    Bad input is reported to the driver rather than raised: Spark would retry the task, and each task would name
+    only its own rows.
+    """
+    try:
+        return write()
+    except RequiredColumnNullsError as error:
+        return [{_NULLS_KEY: error.null_counts}]
+
+
+def _files_without_nulls(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tasks' written files; ``RequiredColumnNullsError`` with the total when any task found nulls."""
+    nulls: dict[str, int] = {}
+    for item in described:
+        for name, count in item.get(_NULLS_KEY, {}).items():
+            nulls[name] = nulls.get(name, 0) + count
+    if nulls:
+        raise RequiredColumnNullsError(nulls)
+    return described
 
 
 def write_parquet_source(spark: SparkSession, source: ParquetSource, context: WriteContext) -> list[dict[str, Any]]:
@@ -96,11 +126,12 @@ def write_parquet_source(spark: SparkSession, source: ParquetSource, context: Wr
     def write_source_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for payload in task_payloads(batches, closed_over):
             source_rows = read_source_task(pickle.loads(payload), context.io, schema)
-            written = write_data_stream(source_rows, context, task_attempt_tag(), schema)
+            write = functools.partial(write_data_stream, source_rows, context, task_attempt_tag(), schema)
+            written = _written_or_nulls(write)
             if written:
                 yield _file_batch(written)
 
-    return _collect_files(rows.mapInArrow(write_source_task, f"{FILE_COLUMN} binary"))
+    return _files_without_nulls(_collect_files(rows.mapInArrow(write_source_task, f"{FILE_COLUMN} binary")))
 
 
 def key_positions(

@@ -31,6 +31,19 @@ class SnapshotNotFoundError(UserInputError):
     """No snapshot matches the requested id, ref or timestamp."""
 
 
+class RequiredColumnNullsError(UserInputError):
+    """Rows to write hold nulls in columns the table requires (``null_counts``: rows per column name)."""
+
+    def __init__(self, null_counts: dict[str, int]) -> None:
+        self.null_counts = dict(null_counts)
+        super().__init__(f"nulls in required column(s): {self.detail}")
+
+    @property
+    def detail(self) -> str:
+        """``'id' in 2 row(s), ...``."""
+        return ", ".join(f"{name!r} in {count} row(s)" for name, count in self.null_counts.items())
+
+
 class InvalidFilterError(UserInputError):
     """A row filter does not parse or names a column the table does not have."""
 

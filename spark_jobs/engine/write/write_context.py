@@ -26,6 +26,7 @@ from pyiceberg.table.locations import LocationProvider, load_location_provider
 from pyiceberg.table.sorting import SortOrder
 from pyiceberg.typedef import Record
 
+from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.write.arrow_schema import conform_to_schema, file_arrow_schema
 from spark_jobs.engine.write.delete_files import write_equality_deletes, write_position_deletes
@@ -72,6 +73,11 @@ class WriteContext:
     def file_schema(self) -> pa.Schema:
         """The Arrow schema data files are written with (field ids in the metadata), derived once per process."""
         return file_arrow_schema(self.schema)
+
+    @cached_property
+    def required_columns(self) -> tuple[str, ...]:
+        """Top-level columns the schema requires: no row written may hold a null in them."""
+        return tuple(f.name for f in self.schema.fields if f.required)
 
     def spec(self, spec_id: int | None = None) -> PartitionSpec:
         """A partition spec of the table (the default one without an id)."""
@@ -121,8 +127,14 @@ class WriteContext:
 
 
 def write_data(rows: pa.Table, context: WriteContext, task_tag: str) -> list[dict[str, Any]]:
-    """Write ``rows`` as data files of the default spec: conformed, split by partition, sorted, rolled."""
+    """Write ``rows`` as data files of the default spec: conformed, split by partition, sorted, rolled.
+
+    Nulls in a column the table requires raise ``RequiredColumnNullsError`` before anything is written.
+    """
     conformed = conform_to_schema(rows, context.schema, context.file_schema)
+    nulls = required_null_counts(conformed, context.required_columns)
+    if nulls:
+        raise RequiredColumnNullsError(nulls)
     spec = context.spec()
     written = []
     for index, (partition_values, partition_rows) in enumerate(split_by_partition(conformed, context.schema, spec)):
@@ -139,16 +151,24 @@ def write_data_stream(
 
     A sorted table needs all of a task's rows before the first is written, so its batches are gathered and handed
     to ``write_data``; an unsorted table's batches are split by partition and streamed to one rolling writer per
-    partition (files named by the order partitions first appear).
+    partition (files named by the order partitions first appear). Nulls in a column the table requires stop the
+    writing; the remaining batches are still counted, and ``RequiredColumnNullsError`` says how many rows hold them
+    (the files already written carry the job's write id, for the driver to delete).
     """
     if context.sort_order is not None:
         return write_data(pa.Table.from_batches(list(batches), schema=schema), context, task_tag)
     spec = context.spec()
     writers: dict[tuple[Any, ...], RollingParquetWriter] = {}
+    nulls: dict[str, int] = {}
     for batch in batches:
         if batch.num_rows == 0:
             continue
         conformed = conform_to_schema(pa.Table.from_batches([batch]), context.schema, context.file_schema)
+        found = required_null_counts(conformed, context.required_columns)
+        if found or nulls:
+            for name, count in found.items():
+                nulls[name] = nulls.get(name, 0) + count
+            continue
         for partition_values, partition_rows in split_by_partition(conformed, context.schema, spec):
             writer = writers.get(partition_values)
             if writer is None:
@@ -156,7 +176,15 @@ def write_data_stream(
                 target = context.target(spec.spec_id, partition_values, tag, "data")
                 writer = writers[partition_values] = RollingParquetWriter(target, conformed.schema)
             writer.write(partition_rows)
-    return [item for writer in writers.values() for item in writer.close()]
+    written = [item for writer in writers.values() for item in writer.close()]
+    if nulls:
+        raise RequiredColumnNullsError(nulls)
+    return written
+
+
+def required_null_counts(rows: pa.Table, required: tuple[str, ...]) -> dict[str, int]:
+    """Rows holding a null, per required column that has any (Arrow keeps null counts: no scan of the values)."""
+    return {name: rows.column(name).null_count for name in required if rows.column(name).null_count}
 
 
 def write_position_delete_rows(

@@ -264,9 +264,23 @@ def test_nulls_in_a_required_column_are_bad_input(spark, testing_catalog) -> Non
         pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()), ("point", point)]),
         properties={"format-version": "2"},
     )
-    frame = spark.createDataFrame([(1, "a"), (None, "b"), (None, "c")], "id long, name string")
+    frame = spark.createDataFrame([(1, "a"), (None, "b"), (None, "c")], "id long, name string").repartition(3)
     with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 2 row"):
         ingest(spark, CATALOG, name, frame, IngestOptions(mode="append"))
+    # Without a required field inside a struct the writers count them: in three tasks here, the ones that find
+    # nulls report them, and the driver names the rows of all of them; what the others wrote is deleted.
+    flat = _table_name("required_flat")
+    testing_catalog.create_table(
+        flat,
+        pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string())]),
+        properties={"format-version": "2"},
+    )
+    with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 2 row"):
+        ingest(spark, CATALOG, flat, frame, IngestOptions(mode="append"))
+    assert testing_catalog.load_table(flat).current_snapshot() is None
+    assert not _table_files(testing_catalog, flat)
+    with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 2 row"):
+        ingest(spark, CATALOG, flat, frame, IngestOptions(mode="upsert", key=("name",)))  # checked with the keys
     # a required field of a struct: null where its struct is not (a null struct is fine)
     nested = spark.createDataFrame(
         [(1, {"x": None, "y": 1.0}), (2, None), (3, {"x": 2.0, "y": None})],
@@ -274,6 +288,10 @@ def test_nulls_in_a_required_column_are_bad_input(spark, testing_catalog) -> Non
     )
     with pytest.raises(UserInputError, match=r"requires: 'point.x' in 1 row\(s\)$"):
         ingest(spark, CATALOG, name, nested, IngestOptions(mode="append"))
+    assert testing_catalog.load_table(name).current_snapshot() is None
+    assert not _table_files(testing_catalog, name)
+    with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 2 row"):
+        ingest(spark, CATALOG, name, frame, IngestOptions(mode="upsert", key=("name",)))
     assert testing_catalog.load_table(name).current_snapshot() is None
 
 
@@ -416,7 +434,7 @@ def test_nulls_in_a_required_column_of_a_parquet_source_are_bad_input(spark, tes
     assert not _table_files(testing_catalog, name)
     with pytest.raises(ValueError, match="append and dynamic overwrite only"):
         ingest(spark, CATALOG, name, planned, IngestOptions(mode="upsert", key=("id",)))
-    # Footers without statistics do not count nulls: the source is then read (and checked) by Spark.
+    # Footers without statistics do not count nulls: the writers find them, and the files they wrote are deleted.
     pq.write_table(
         pa.table({"id": pa.array([1, None], pa.int64()), "name": ["a", "b"]}), source, write_statistics=False
     )
@@ -425,6 +443,7 @@ def test_nulls_in_a_required_column_of_a_parquet_source_are_bad_input(spark, tes
     with pytest.raises(UserInputError, match=r"nulls in column\(s\) table .* requires: 'id' in 1 row"):
         ingest(spark, CATALOG, name, unknown, IngestOptions(mode="append"))
     assert testing_catalog.load_table(name).current_snapshot() is None
+    assert not _table_files(testing_catalog, name)
 
 
 @pytest.mark.parametrize("shipped_keys_max", [0, 1_000_000], ids=["joined in Spark", "keys shipped to the scan"])

@@ -7,12 +7,14 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import SortField, SortOrder
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
+from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.write.write_context import WriteContext, write_data, write_data_stream
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "part", StringType(), required=False))
@@ -63,3 +65,18 @@ def test_streamed_batches_write_the_same_rows_as_a_table(sql_catalog) -> None:
         i for item in written for i in pq.read_table(urlparse(item["file_path"]).path).column("id").to_pylist()
     )
     assert ids == [1, 2, 3, 4] and len(written) == 2
+
+
+def test_nulls_in_a_required_column_are_counted_over_every_batch_and_stop_the_writing(sql_catalog, tmp_path) -> None:
+    sql_catalog.create_namespace("ns")
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "part", StringType()))
+    table = sql_catalog.create_table("ns.required", schema, properties={"format-version": "2"})
+    context = WriteContext.for_table(table)
+    good = pa.record_batch({"id": pa.array([1, 2], pa.int64()), "part": ["a", "b"]})
+    bad = pa.record_batch({"id": pa.array([None, 3, None], pa.int64()), "part": ["a", "b", "c"]})
+    with pytest.raises(RequiredColumnNullsError, match=r"'id' in 4 row\(s\)") as raised:
+        write_data_stream([good, bad, good, bad], context, "task-1", good.schema)
+    assert raised.value.null_counts == {"id": 4}
+    with pytest.raises(RequiredColumnNullsError, match=r"'id' in 2 row\(s\)"):
+        write_data(pa.Table.from_batches([good, bad]), context, "task-2")
+    assert write_data_stream([good], context, "task-3", good.schema)  # rows without nulls are written
