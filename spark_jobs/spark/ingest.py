@@ -19,8 +19,10 @@ the footers' statistics, or by the writers where the footers do not count them).
      read by the engine on the executors) rewritten with the new data; without a filter (dynamic): the new
      data's partitions are replaced.
    - upsert / delete: the rows of the table whose key is in the batch are deleted, with position delete files
-     (the key columns of the files that may hold the keys read with their positions, joined with the batch's
-     keys; on v3, deletion vectors instead, merged with each data file's current one, which the commit removes)
+     (the key columns of the files that may hold the keys read with their positions, kept where the key is one
+     of the batch's collected keys, else joined with the batch's keys in Spark; the delete files say which data
+     files they name and how many positions they hold; on v3, deletion vectors instead, merged with each data
+     file's current one, which the commit removes)
      or equality delete files (the keys; by the batch's partitions when the spec's source columns are keys, else
      where the read found them); upsert also writes the batch as data files.
 4. Commit one snapshot (``commit.committer``): append, overwrite or delete. Files of retried Spark tasks (named
@@ -89,6 +91,7 @@ from spark_jobs.engine.write.write_context import WriteContext
 from spark_jobs.spark.scan import dataframe_from_tasks
 from spark_jobs.spark.types import arrow_schema_of, spark_types_of
 from spark_jobs.spark.write import (
+    DELETED_FROM_KEY,
     ORDINAL_COLUMN,
     conform_dataframe,
     key_positions,
@@ -428,30 +431,35 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         ordinal = {partition: index for index, partition in enumerate(partitions)}
         files_with_ordinals = [(f, ordinal[(f.spec_id, f.partition)]) for f in files]
         positions = key_positions(spark, files_with_ordinals, key_scan_context(table, key, files), shipped)
-        matched = (positions if shipped is not None else positions.join(batch_keys, on=key, how="left_semi")).cache()
-        job.outcome.rows_deleted = matched.count()
-        if position_mode and table.metadata.format_version >= 3:
-            live = {f.path: f for f in files}
-            vectors = write_deletion_vectors(matched, context, partitions, live)
-            job.written += vectors
-            required = {item["referenced_data_file"] for item in vectors}
-            replaced_vectors = {
-                (dv.path, dv.content_offset) for path in required if (dv := live[path].deletion_vector) is not None
-            }
-            # The new vectors hold their positions too: file-scoped position delete files (of a table written
-            # before it became v3) go, as Iceberg Java drops them; those naming other data files stay.
-            replaced_position_deletes = {
-                delete_file.path
-                for path in required
-                for delete_file in live[path].position_deletes
-                if delete_file.referenced_data_file == path
-            }
-        elif position_mode:
-            job.written += write_position_deletes(matched, context, partitions)
-            required = {row[0] for row in matched.select("file_path").distinct().collect()}
+        matched = positions if shipped is not None else positions.join(batch_keys, on=key, how="left_semi")
+        if position_mode and table.metadata.format_version < 3:
+            # One job: the files written say which data files they name and how many positions they hold.
+            deletes = write_position_deletes(matched, context, partitions)
+            job.written += deletes
+            job.outcome.rows_deleted = sum(item["record_count"] for item in deletes)
+            required = {path for item in deletes for path in item[DELETED_FROM_KEY]}
         else:
-            job.written += write_equality_deletes(matched.select(*key, ORDINAL_COLUMN), context, key, partitions)
-        matched.unpersist()
+            matched = matched.cache()
+            job.outcome.rows_deleted = matched.count()
+            if position_mode:
+                live = {f.path: f for f in files}
+                vectors = write_deletion_vectors(matched, context, partitions, live)
+                job.written += vectors
+                required = {item["referenced_data_file"] for item in vectors}
+                replaced_vectors = {
+                    (dv.path, dv.content_offset) for path in required if (dv := live[path].deletion_vector) is not None
+                }
+                # The new vectors hold their positions too: file-scoped position delete files (of a table written
+                # before it became v3) go, as Iceberg Java drops them; those naming other data files stay.
+                replaced_position_deletes = {
+                    delete_file.path
+                    for path in required
+                    for delete_file in live[path].position_deletes
+                    if delete_file.referenced_data_file == path
+                }
+            else:
+                job.written += write_equality_deletes(matched.select(*key, ORDINAL_COLUMN), context, key, partitions)
+            matched.unpersist()
     if options.mode == "upsert":
         job.written += write_dataframe(rows, context)
     return row_level_change(

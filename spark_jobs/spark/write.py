@@ -41,6 +41,7 @@ from spark_jobs.spark.scan import task_payloads, task_rows
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 FILE_COLUMN = "file"
+DELETED_FROM_KEY = "deleted_from_data_files"  # with a position delete file's description: the data files it names
 _NULLS_KEY = "required_column_nulls"  # a task's count of nulls in required columns, in place of its files
 ORDINAL_COLUMN = "_partition_ordinal"
 
@@ -205,7 +206,11 @@ def _rows_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
 def write_position_deletes(
     matched: DataFrame, context: WriteContext, partitions: list[tuple[int, tuple[Any, ...]]]
 ) -> list[dict[str, Any]]:
-    """Write the matched positions (file_path, pos, ordinal) as position delete files, one set per partition."""
+    """Write the matched positions (file_path, pos, ordinal) as position delete files, one set per partition.
+
+    Each description also lists, under ``DELETED_FROM_KEY``, the data files its positions name (the commit requires
+    them to still be live), so the caller needs no Spark job of its own to find them or to count the positions.
+    """
 
     def write_group(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = _rows_of(batches)
@@ -215,13 +220,15 @@ def write_position_deletes(
         for ordinal in sorted(set(rows.column(ORDINAL_COLUMN).to_pylist())):
             spec_id, partition_values = partitions[ordinal]
             group = rows.filter(pa.compute.equal(rows.column(ORDINAL_COLUMN), ordinal))
-            written += write_position_delete_rows(
+            group_files = write_position_delete_rows(
                 group.select(["file_path", "pos"]),
                 context,
                 spec_id,
                 partition_values,
                 f"{task_attempt_tag()}-o{ordinal}",
             )
+            deleted_from = sorted(pa.compute.unique(group.column("file_path")).to_pylist())
+            written += [{**item, DELETED_FROM_KEY: deleted_from} for item in group_files]
         yield _file_batch(written)
 
     grouped = matched.select("file_path", "pos", ORDINAL_COLUMN).repartition(ORDINAL_COLUMN)
