@@ -5,12 +5,16 @@
 
 1. ingest: a Parquet directory (append, table created, partitioned), CSV (append), JSON (upsert, position deletes),
    Parquet ids (delete, equality deletes), Parquet (overwrite by filter);
-2. read: at the first snapshot id (Parquet to S3), at a tag (CSV to S3), as of a time (Parquet to S3), current with a
-   filter; each output read back from S3 and counted;
-3. compact, expire snapshots (the tag keeps its snapshot), remove an orphan file planted in the table's data folder.
+2. rewrite the position delete files (maintenance);
+3. read: at the first snapshot id (Parquet to S3), at a tag (CSV to S3), at a branch's head (Parquet to S3), as of a
+   time (Parquet to S3), current with a filter; each output read back from S3 and counted; count(*) from metadata;
+4. compact, rewrite manifests, expire snapshots (the tag keeps its snapshot), remove an orphan file planted in the
+   table's data folder;
+5. a format v3 table: append, then a delete by key written as deletion vectors (Puffin files). An S3 Tables bucket
+   takes no ``.puffin`` object, so that table's ``write.data.path`` is an ordinary bucket (as a user of such a catalog
+   does).
 
-Each step checks its result; a failed check raises AssertionError naming the step. ``steps`` picks a subset by name
-(the standalone cluster runs fewer, to keep the suite short).
+Each step checks its result; a failed check raises AssertionError naming the step. ``steps`` picks a subset by name.
 """
 
 from __future__ import annotations
@@ -25,7 +29,20 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from pyarrow import fs
 
-ALL_STEPS = ("append", "csv", "upsert", "delete", "overwrite", "reads", "compact", "expire", "orphans")
+ALL_STEPS = (
+    "append",
+    "csv",
+    "upsert",
+    "delete",
+    "overwrite",
+    "rewrite_deletes",
+    "reads",
+    "compact",
+    "rewrite_manifests",
+    "expire",
+    "orphans",
+    "deletion_vectors",
+)
 
 
 def _rows(ids: Iterable[int], tag: str) -> pa.Table:
@@ -151,6 +168,10 @@ def run(catalog: str, prefix: str, filesystem: fs.FileSystem, steps: Iterable[st
         )
         expected = expected - removed + 5
         assert count() == expected
+    if "rewrite_deletes" in steps:
+        result = step("rewrite_deletes", maintain, ["rewrite-position-deletes", *base, "--rewrite-all"])
+        assert result["operation"] == "replace" and result["delete_files_removed"] >= 1, result
+        assert count() == expected
     table = iceberg.load_table(table_name)
     snapshots = table.snapshots()
     if "reads" in steps:
@@ -166,6 +187,11 @@ def run(catalog: str, prefix: str, filesystem: fs.FileSystem, steps: Iterable[st
             "read_ref", read, [*base, "--ref", "checkpoint", "--output", f"{out}/tag", "--output-format", "csv"]
         )
         assert result["rows_out"] == tagged_rows == _count_output(filesystem, f"{out}/tag", "csv")
+        branched = snapshots[min(2, len(snapshots) - 1)]
+        table.manage_snapshots().create_branch(branched.snapshot_id, "audit").commit()
+        branched_rows = count(snapshot_id=branched.snapshot_id)
+        result = step("read_branch", read, [*base, "--ref", "audit", "--output", f"{out}/branch"])
+        assert result["rows_out"] == branched_rows == _count_output(filesystem, f"{out}/branch", "parquet")
         as_of = snapshots[-1].timestamp_ms
         result = step("read_as_of", read, [*base, "--as-of", str(as_of), "--output", f"{out}/as_of"])
         assert result["rows_out"] == expected == _count_output(filesystem, f"{out}/as_of", "parquet")
@@ -174,9 +200,15 @@ def run(catalog: str, prefix: str, filesystem: fs.FileSystem, steps: Iterable[st
         )
         odd = count("cat = 'a'")
         assert result["rows_out"] == odd == _count_output(filesystem, f"{out}/as_of", "parquet")
+        result = step("read_count", read, [*base, "--count"])
+        assert result["count"] == expected, result
     if "compact" in steps:
         result = step("compact", compact, [*base, "--min-input-files", "1"])
         assert result["rewritten_file_groups"] >= 1, result
+        assert count() == expected
+    if "rewrite_manifests" in steps:
+        result = step("rewrite_manifests", maintain, ["rewrite-manifests", *base])
+        assert result["manifests_after"] <= result["manifests_before"], result
         assert count() == expected
     if "expire" in steps:
         now = str(int(time.time() * 1000) + 1000)
@@ -195,4 +227,26 @@ def run(catalog: str, prefix: str, filesystem: fs.FileSystem, steps: Iterable[st
         assert result["orphan_file_locations"] == [f"s3://{orphan}"], result
         assert filesystem.get_file_info(orphan).type == fs.FileType.NotFound
         assert count() == expected
+    if "deletion_vectors" in steps:
+        _deletion_vectors(step, iceberg, catalog, prefix=prefix, source=source, filesystem=filesystem)
     return results
+
+
+def _deletion_vectors(step: Any, iceberg: Any, catalog: str, *, prefix: str, source: str, filesystem: Any) -> None:
+    """A format v3 table on S3: append, then a delete by key written as deletion vectors in a Puffin file."""
+    from spark_jobs import ingest
+    from spark_jobs.engine.read.session import open_read_session
+
+    table_name = f"{prefix}.events_v3"
+    base = ["--catalog", catalog, "--table", table_name]
+    created = [*base, "--source", f"{source}/base/", "--mode", "append", "--create-if-missing", "--format-version", "3"]
+    step("v3_append", ingest, created)
+    data_root = f"warehouse/v3-data/{prefix}"
+    table = iceberg.load_table(table_name)
+    table.transaction().set_properties({"write.data.path": f"s3://{data_root}"}).commit_transaction()
+    result = step("v3_delete", ingest, [*base, "--source", f"{source}/delete/", "--mode", "delete", "--key", "id"])
+    assert result["delete_files_written"] >= 1, result
+    written = [info.path for info in filesystem.get_file_info(fs.FileSelector(data_root, recursive=True))]
+    assert any(path.endswith(".puffin") for path in written), written
+    ids = open_read_session(catalog, table_name, columns=["id"]).to_arrow().column("id").to_pylist()
+    assert sorted(ids) == list(range(10, 100)), ids
