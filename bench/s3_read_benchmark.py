@@ -9,7 +9,11 @@ pyiceberg and DuckDB on the same table in the same run: seconds, requests and by
    ``--runs`` warm runs, every reader through the proxy: requests and response bytes come from the proxy, the same
    way for all three. Warm runs keep what each reader keeps between queries of one process (our footers, index
    regions and manifests; DuckDB's metadata), but no reader keeps file data (DuckDB's external file cache is off).
-   Answers (count, sum(price)) must agree across readers.
+   Answers (count, sum(price)) must agree across readers. The point lookup also runs as ``ours_whole_blooms``: our
+   reader with bloom filters always read whole (``opener.BLOOM_WHOLE_READ_MAX_BYTES`` unbounded), the other side of
+   its bytes-or-requests choice.
+4. Print the targets' ratios: the point lookup's cold bytes as a share of the full scan's, its cold requests per data
+   file opened, and each full scan's time against the faster of pyiceberg and DuckDB.
 
     .venv/bin/python bench/s3_read_benchmark.py --rows 2000000 --runs 3
 """
@@ -115,6 +119,16 @@ def readers(metadata_location: str, proxy_url: str, properties: dict[str, str]) 
     def ours(row_filter: str | None) -> pa.Table:
         return open_read_session(CATALOG, TABLE, columns=COLUMNS, row_filter=row_filter).to_arrow()
 
+    def ours_whole_blooms(row_filter: str | None) -> pa.Table:
+        from spark_jobs.engine.parquet import opener
+
+        chosen = opener.BLOOM_WHOLE_READ_MAX_BYTES
+        opener.BLOOM_WHOLE_READ_MAX_BYTES = 1 << 62
+        try:
+            return ours(row_filter)
+        finally:
+            opener.BLOOM_WHOLE_READ_MAX_BYTES = chosen
+
     def pyiceberg_scan(row_filter: str | None) -> pa.Table:
         table = load_catalog(CATALOG, **{**properties, "s3.endpoint": proxy_url}).load_table(TABLE)
         return table.scan(row_filter=row_filter or "True", selected_fields=tuple(COLUMNS)).to_arrow()
@@ -144,9 +158,30 @@ def readers(metadata_location: str, proxy_url: str, properties: dict[str, str]) 
 
     return {
         "ours": (ours_reset, ours),
+        "ours_whole_blooms": (ours_reset, ours_whole_blooms),
         "pyiceberg": (lambda: None, pyiceberg_scan),
         "duckdb": (duckdb_reset, duckdb_scan),
     }
+
+
+def targets(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The benchmark's targets as ratios: point bytes / full-scan bytes, point requests per data file opened, full
+    scan seconds against the faster of pyiceberg and DuckDB (cold and warm)."""
+    full, point = results["full_scan"], results["point"]
+    out: dict[str, Any] = {}
+    for name in ("ours", "ours_whole_blooms", "pyiceberg", "duckdb"):
+        if name in point:
+            run = point[name]
+            out[f"point_{name}_cold_bytes_share_of_full_scan"] = round(
+                run["cold_bytes"] / full["ours"]["cold_bytes"], 4
+            )
+            out[f"point_{name}_cold_data_requests_per_file_opened"] = round(
+                run["cold_data_requests"] / max(run["cold_data_files_opened"], 1), 2
+            )
+    for phase in ("cold_seconds", "warm_seconds_median"):
+        fastest_other = min(full["pyiceberg"][phase], full["duckdb"][phase])
+        out[f"full_scan_ours_{phase}_over_fastest_other"] = round(full["ours"][phase] / fastest_other, 2)
+    return out
 
 
 def _duckdb_extension(name: str) -> str:
@@ -184,12 +219,15 @@ def main(argv: list[str] | None = None) -> None:
         for query, row_filter in queries.items():
             answers = {}
             for name, (reset, run) in readers(metadata_location, proxy.url, direct).items():
+                if name == "ours_whole_blooms" and query != "point":
+                    continue
                 reset()
                 proxy.log.reset()
                 started = time.perf_counter()
                 result = run(row_filter)
                 cold_seconds = time.perf_counter() - started
-                cold = summarize(proxy.log.reset())
+                cold_log = proxy.log.reset()
+                cold, cold_data = summarize(cold_log), summarize(cold_log, key_contains=".parquet")
                 warm_seconds = []
                 for _ in range(args.runs):
                     started = time.perf_counter()
@@ -203,6 +241,8 @@ def main(argv: list[str] | None = None) -> None:
                     "warm_seconds_median": round(statistics.median(warm_seconds), 3) if warm_seconds else None,
                     "cold_requests": data_cold["requests"],
                     "cold_bytes": data_cold["bytes"],
+                    "cold_data_requests": cold_data["requests"],
+                    "cold_data_files_opened": cold_data["files"],
                     "warm_data_requests_per_run": round(warm["requests"] / max(args.runs, 1), 1),
                     "warm_data_bytes_per_run": warm["bytes"] // max(args.runs, 1),
                     "warm_data_files_opened": warm["files"],
@@ -211,6 +251,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(query, name, json.dumps(results[query][name]), flush=True)
             if len(set(answers.values())) != 1:
                 raise SystemExit(f"readers disagree on {query}: {answers}")
+        results["targets"] = targets(results)
         print(json.dumps(results, indent=2))
         if args.json:
             args.json.write_text(json.dumps(results, indent=2))

@@ -14,6 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
 
 from tests.support.object_store import SeaweedFS, catalog_env
 from tests.support.s3_counting_proxy import CountingProxy, Request, summarize
@@ -139,3 +141,44 @@ def test_a_throttled_request_is_retried(proxied_table) -> None:
     result, requests = _cold_read(proxy, f"id = {point_id}")
     assert result.column("id").to_pylist() == [point_id]
     assert [r.status for r in requests].count(503) == 2
+
+
+def test_large_bloom_filters_are_probed_by_single_blocks_fetched_together(proxied_table, seaweedfs: SeaweedFS) -> None:
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+    from pyiceberg.utils.config import Config
+
+    from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
+    from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.engine.table.manifest_cache import manifest_cache
+
+    proxy, _, _ = proxied_table
+    # Four row groups of 60,000 random ids, each with a 64 KiB filter: too large together to read whole.
+    rows = pa.table({"id": pa.array(np.random.default_rng(9).permutation(240_000).astype(np.int64))})
+    rows = rows.cast(pa.schema([pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})]))
+    sink = pa.BufferOutputStream()
+    options = {"id": {"ndv": 60_000, "fpp": 0.01}}
+    pq.write_table(rows, sink, row_group_size=60_000, bloom_filter_options=options)
+    key = "warehouse/s3requests/files/big-blooms.parquet"
+    with seaweedfs.filesystem().open_output_stream(key) as stream:
+        stream.write(sink.getvalue().to_pybytes())
+    # Written straight to S3 (the proxy is for reads), registered in the catalog the reads go through.
+    direct = {**(Config().get_catalog_config(CATALOG) or {}), "s3.endpoint": seaweedfs.s3_endpoint}
+    catalog = load_catalog(CATALOG, **direct)
+    table = catalog.create_table("requests.big_blooms", schema=Schema(NestedField(1, "id", LongType())))
+    with table.transaction() as transaction, transaction.update_snapshot().fast_append() as append:
+        append.append_data_file(parquet_file_to_data_file(table.io, table.metadata, f"s3://{key}"))
+    size = sink.getvalue().size
+    wanted = int(rows.column("id")[123_456].as_py())
+    FOOTER_CACHE.clear()
+    manifest_cache().clear()
+    proxy.log.reset()
+    result = open_read_session(CATALOG, "requests.big_blooms", row_filter=f"id = {wanted}").to_arrow()
+    assert result.column("id").to_pylist() == [wanted]
+    gets = [r for r in proxy.log.reset() if r.method == "GET" and r.path.endswith(key)]
+    index_reads = [r for r in gets if not r.range.endswith(f"-{size - 1}") and _range_length(r) <= 32]
+    data_reads = [r for r in gets if not r.range.endswith(f"-{size - 1}") and _range_length(r) > 32]
+    # One 32-byte block per row group and the first filter's header (checked), never a whole filter; then the one
+    # surviving row group's column.
+    assert sorted(_range_length(r) for r in index_reads)[1:] == [32] * 4, [(r.range, size) for r in gets]
+    assert len(data_reads) == 1, [r.range for r in data_reads]

@@ -9,8 +9,10 @@ Per the Parquet spec (BloomFilter.md):
    UTF-8 bytes without a length, fixed-length bytes as is) with xxHash64, seed 0.
 3. The block is ``((hash >> 32) * number_of_blocks) >> 32``; the low 32 bits, multiplied by eight salts, pick one
    bit per word (the top 5 bits of each 32-bit product); the value may be present only if all eight bits are set.
-   A probe needs that one block: for a few literals only the header and those blocks are read
-   (``BlockReadingBloomFilter``); for many literals the whole bitset is read once.
+   A probe needs that one block: for a few literals only those blocks are read (``BlockReadingBloomFilter``); for
+   many literals the whole bitset is read once. When the chunk's metadata gives the filter's length, the bitset's
+   place follows from it (``bitset_range``: the header's length is fixed by its four fields), so a probe needs no
+   header read; the first filter probed per column of a file still has its header read and checked.
 4. A leaf predicate ``=``/IN is false for the row group when no literal may be present; other leaves, columns
    without a filter, and literals we cannot encode exactly (floats, booleans, byte-array decimals) are "may match".
 5. The predicate tree decides; a row group that cannot match is skipped (``row_groups_pruned_by_bloom_filter``).
@@ -19,7 +21,7 @@ Per the Parquet spec (BloomFilter.md):
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -30,7 +32,7 @@ from pyiceberg.io import InputStream
 
 from spark_jobs.engine.parquet.access_plan import AccessPlan
 from spark_jobs.engine.parquet.file_columns import LeafColumn
-from spark_jobs.engine.parquet.predicates import ColumnPredicate, FilterNode, might_match_tree
+from spark_jobs.engine.parquet.predicates import AllOf, AnyOf, ColumnPredicate, FilterNode, might_match_tree
 from spark_jobs.engine.parquet.thrift_compact import CompactReader
 from spark_jobs.engine.shared.errors import CorruptFileError
 from spark_jobs.engine.shared.metrics import ScanMetrics
@@ -40,6 +42,9 @@ _SALTS = np.array(
 )
 _BYTES_PER_BLOCK = 32
 _HEADER_READ_SIZE = 64  # a BloomFilterHeader is about 15 bytes; read a little more when the length is unknown
+# A BloomFilterHeader as the spec's four fields encode it: numBytes (1 + varint), then algorithm, hash and compression
+# (each a field holding a struct with one empty struct: 4 bytes), then the stop byte.
+_HEADER_BYTES_BESIDES_NUM_BYTES = 1 + 3 * 4 + 1
 # Up to this many literals, probes read single 32-byte blocks; more read the whole bitset at once.
 _BLOCK_READ_MAX_LITERALS = 32
 _INT32_RANGE = (-(2**31), 2**31 - 1)
@@ -83,6 +88,11 @@ class BlockReadingBloomFilter:
         self.number_of_blocks = bitset_length // _BYTES_PER_BLOCK
         self.metrics = metrics
         self.blocks: dict[int, np.ndarray] = {}
+
+    @property
+    def bitset_range(self) -> tuple[int, int]:
+        """(offset, length) of the bitset in the file."""
+        return self.bitset_offset, self.number_of_blocks * _BYTES_PER_BLOCK
 
     def might_contain_hash(self, value_hash: int) -> bool:
         """False only when the value with this xxHash64 was certainly never inserted."""
@@ -145,15 +155,118 @@ def read_bloom_filter(
     return parse_bloom_filter(buffer, source)[0], len(buffer)
 
 
+def bitset_range(chunk: pq.ColumnChunkMetaData) -> tuple[int, int] | None:
+    """(offset, length) of the chunk's bitset, from its filter's offset and length alone; None when unknown.
+
+    The header is ``_HEADER_BYTES_BESIDES_NUM_BYTES`` plus the varint of numBytes; a bitset is whole 32-byte blocks.
+    A header of another length (a field the spec does not define) fits no solution, and the header is read instead.
+    """
+    offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
+    if not offset or offset <= 0 or not length or length <= 0:
+        return None
+    for varint_length in range(1, 6):
+        bitset_length = length - _HEADER_BYTES_BESIDES_NUM_BYTES - varint_length
+        if (
+            bitset_length > 0
+            and bitset_length % _BYTES_PER_BLOCK == 0
+            and _varint_length(bitset_length) == varint_length
+        ):
+            return offset + length - bitset_length, bitset_length
+    return None
+
+
+def _varint_length(value: int) -> int:
+    """Bytes of a Thrift compact i32 (zigzag varint) holding a non-negative ``value``."""
+    zigzag, count = value << 1, 1
+    while zigzag >= 0x80:
+        zigzag >>= 7
+        count += 1
+    return count
+
+
+def probe_block_ranges(
+    plan: AccessPlan, node: FilterNode, *, metadata: pq.FileMetaData, leaf_of_field: Callable[[int], LeafColumn | None]
+) -> list[tuple[int, int]]:
+    """The byte ranges the bloom probes of the scanned row groups will read, so they can be fetched together.
+
+    One 32-byte block per ``=``/IN literal per row group, for chunks whose bitset place is known; plus, per column,
+    the header of its first probed filter (the one ``prune_by_bloom_filters`` checks).
+    """
+    ranges: set[tuple[int, int]] = set()
+    for predicate in _bloom_leaves(node):
+        leaf = leaf_of_field(predicate.field_id)
+        if leaf is None or leaf.is_repeated:
+            continue
+        hashes = [
+            xxhash.xxh64_intdigest(encoded, seed=0)
+            for encoded in (plain_encoded_literal(value, leaf) for value in predicate.literals)
+            if isinstance(encoded, bytes)
+        ]
+        header_added = False
+        for row_group in plan.scanned_row_groups():
+            chunk = metadata.row_group(row_group).column(leaf.index)
+            place = bitset_range(chunk)
+            if place is None:
+                continue
+            bitset_offset, bitset_length = place
+            if not header_added:
+                ranges.add((chunk.bloom_filter_offset, bitset_offset - chunk.bloom_filter_offset))
+                header_added = True
+            for value_hash in hashes:
+                block = _block_and_masks(value_hash, bitset_length // _BYTES_PER_BLOCK)[0]
+                ranges.add((bitset_offset + block * _BYTES_PER_BLOCK, _BYTES_PER_BLOCK))
+    return sorted(ranges)
+
+
+def bloom_bytes(plan: AccessPlan, node: FilterNode, *, metadata: pq.FileMetaData, leaf_indexes: set[int]) -> int:
+    """Bytes of the bloom filters of ``leaf_indexes`` in the scanned row groups (0 without ``=``/IN leaves)."""
+    if not any(True for _ in _bloom_leaves(node)):
+        return 0
+    return sum(
+        metadata.row_group(row_group).column(index).bloom_filter_length or 0
+        for row_group in plan.scanned_row_groups()
+        for index in leaf_indexes
+    )
+
+
+def _bloom_leaves(node: FilterNode) -> Iterator[ColumnPredicate]:
+    """The ``=``/IN leaves of the tree that probes read single blocks for."""
+    if isinstance(node, ColumnPredicate):
+        if node.operation in ("eq", "in") and len(node.literals) <= _BLOCK_READ_MAX_LITERALS:
+            yield node
+    elif isinstance(node, (AllOf, AnyOf)):
+        for child in node.children:
+            yield from _bloom_leaves(child)
+
+
 def open_bloom_filter(
-    stream: InputStream, chunk: pq.ColumnChunkMetaData, source: str, metrics: ScanMetrics
+    stream: InputStream, chunk: pq.ColumnChunkMetaData, source: str, metrics: ScanMetrics, *, check_header: bool = True
 ) -> BlockReadingBloomFilter | None:
-    """The chunk's bloom filter with only its header read (None when the chunk has none)."""
+    """The chunk's bloom filter, ready to read single blocks (None when the chunk has none).
+
+    Without ``check_header``, a chunk whose bitset place follows from its metadata (``bitset_range``) reads nothing
+    here; otherwise its header is read and checked.
+    """
     offset = chunk.bloom_filter_offset
     if offset is None or offset <= 0:
         return None
+    place = bitset_range(chunk)
+    if not check_header and place is not None:
+        return BlockReadingBloomFilter(stream, place[0], place[1], metrics)
+    if place is not None:  # read the header alone; a header that is not what the metadata implies is read again
+        try:
+            return _read_header(stream, offset, place[0] - offset, source, metrics)
+        except CorruptFileError:
+            pass
+    return _read_header(stream, offset, _HEADER_READ_SIZE, source, metrics)
+
+
+def _read_header(
+    stream: InputStream, offset: int, size: int, source: str, metrics: ScanMetrics
+) -> BlockReadingBloomFilter:
+    """Read and check the header at ``offset`` from its first ``size`` bytes."""
     stream.seek(offset)
-    head = stream.read(_HEADER_READ_SIZE)
+    head = stream.read(size)
     metrics.bytes_read += len(head)
     reader = CompactReader(head, source=source)
     header = reader.read_struct()
@@ -245,12 +358,15 @@ class _RowGroupBloomProbe:
         leaf_of_field: Callable[[int], LeafColumn | None],
         source: str,
         metrics: ScanMetrics,
+        *,
+        headers_checked: set[int],
     ) -> None:
         self.stream = stream
         self.row_group = row_group
         self.leaf_of_field = leaf_of_field
         self.source = source
         self.metrics = metrics
+        self.headers_checked = headers_checked
         self.filters: dict[int, SplitBlockBloomFilter | BlockReadingBloomFilter | None] = {}
 
     def might_match(self, predicate: ColumnPredicate) -> bool:
@@ -263,7 +379,11 @@ class _RowGroupBloomProbe:
         if leaf.index not in self.filters:
             chunk = self.row_group.column(leaf.index)
             if len(predicate.literals) <= _BLOCK_READ_MAX_LITERALS:
-                self.filters[leaf.index] = open_bloom_filter(self.stream, chunk, self.source, self.metrics)
+                check_header = leaf.index not in self.headers_checked
+                opened = open_bloom_filter(self.stream, chunk, self.source, self.metrics, check_header=check_header)
+                if opened is not None and bitset_range(chunk) == opened.bitset_range:
+                    self.headers_checked.add(leaf.index)  # the header agrees with the metadata's placement
+                self.filters[leaf.index] = opened
             else:  # many literals touch many blocks: one read of the whole bitset is cheaper
                 whole_filter, bytes_read = read_bloom_filter(self.stream, chunk, self.source)
                 self.metrics.bytes_read += bytes_read
@@ -284,9 +404,17 @@ def prune_by_bloom_filters(
     source: str,
     metrics: ScanMetrics,
 ) -> None:
-    """Skip scanned row groups where some ``=``/IN literal set is certainly absent and the tree needs it."""
+    """Skip scanned row groups where some ``=``/IN literal set is certainly absent and the tree needs it.
+
+    The first filter probed per column has its header read; when it agrees with the placement its chunk's metadata
+    implies (``bitset_range``), the column's other filters in the file (one writer wrote them all) are placed by
+    their metadata alone, else each header is read.
+    """
+    headers_checked: set[int] = set()
     for row_group in list(plan.scanned_row_groups()):
-        probe = _RowGroupBloomProbe(stream, metadata.row_group(row_group), leaf_of_field, source, metrics)
+        probe = _RowGroupBloomProbe(
+            stream, metadata.row_group(row_group), leaf_of_field, source, metrics, headers_checked=headers_checked
+        )
         if not might_match_tree(node, probe.might_match):
             plan.skip(row_group)
             metrics.row_groups_pruned_by_bloom_filter += 1

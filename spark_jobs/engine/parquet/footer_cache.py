@@ -11,15 +11,18 @@ round trip per read, so the footer is fetched once and reused:
    the page index stage decodes for the offsets pyarrow does not expose, and the whole tail that was read: bloom
    filters and page indexes are written just before the footer, so on an object store their reads are often
    served from it (``TailedStream``) instead of costing a request each. ``extend_tail`` reads the rest of such an
-   index region in one request when it begins before the tail.
+   index region in one request when it begins before the tail; ``TailedStream.fetch_ranges`` reads scattered small
+   ranges (single bloom filter blocks) concurrently, one request each, and serves later reads of them from memory.
 5. Insert into the cache, evicting least recently used entries while over the entry or byte budget.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +35,10 @@ from spark_jobs.engine.shared.errors import CorruptFileError
 PARQUET_MAGIC = b"PAR1"
 DEFAULT_METADATA_SIZE_HINT = 64 * 1024
 TRAILER_SIZE = 8  # 4-byte footer length + magic
+# Scattered small ranges of one file are read this many at a time: each is a round trip on an object store.
+RANGE_READ_THREADS = 8
+_RANGE_READ_POOLS: dict[int, ThreadPoolExecutor] = {}
+_RANGE_READ_POOLS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -164,6 +171,7 @@ class TailedStream:
         self._footer = footer
         self._position = 0
         self.bytes_from_tail = 0
+        self._ranges: dict[int, bytes] = {}  # fetched ranges by offset
 
     def seek(self, offset: int, whence: int = 0) -> int:
         """Move to ``offset`` (only absolute positions are used by the index readers)."""
@@ -180,14 +188,55 @@ class TailedStream:
         """``size`` bytes from the current position, from the tail when it holds them all."""
         tail_start, tail = self._footer.tail
         end = self._footer.file_size if size < 0 else self._position + size
+        fetched = self._ranges.get(self._position)
         if tail_start <= self._position and end <= tail_start + len(tail):
             data = tail[self._position - tail_start : end - tail_start]
+            self.bytes_from_tail += len(data)
+        elif fetched is not None and end - self._position <= len(fetched):
+            data = fetched[: end - self._position]
             self.bytes_from_tail += len(data)
         else:
             self._stream.seek(self._position)
             data = self._stream.read(size) if size >= 0 else self._stream.read()
         self._position += len(data)
         return bytes(data)
+
+    def fetch_ranges(self, ranges: list[tuple[int, int]]) -> int:
+        """Read ``(offset, length)`` ranges not in the tail, concurrently when the file allows it; returns the bytes
+        read. Later ``read`` calls starting at one of those offsets are served from memory (``bytes_from_tail``).
+        """
+        tail_start = self._footer.tail[0]
+        wanted = [(offset, length) for offset, length in ranges if offset < tail_start and offset not in self._ranges]
+        if not wanted:
+            return 0
+        read_at = getattr(self._stream, "read_at", None)
+        if read_at is None or len(wanted) == 1:  # Python file objects: one position, so one range at a time
+            results = [_read_range(self._stream, offset, length, self._footer.path) for offset, length in wanted]
+        else:
+            path = self._footer.path
+            results = list(_range_read_pool().map(lambda r: _read_at(read_at, r[0], r[1], path), wanted))
+        for (offset, _), data in zip(wanted, results, strict=True):
+            self._ranges[offset] = data
+        return sum(len(data) for data in results)
+
+
+def _range_read_pool() -> ThreadPoolExecutor:
+    """The process's range-reading threads, created on first use (and again in a forked child, which has none)."""
+    process_id = os.getpid()
+    with _RANGE_READ_POOLS_LOCK:
+        pool = _RANGE_READ_POOLS.get(process_id)
+        if pool is None:
+            _RANGE_READ_POOLS.clear()
+            pool = ThreadPoolExecutor(max_workers=RANGE_READ_THREADS, thread_name_prefix="parquet-range-read")
+            _RANGE_READ_POOLS[process_id] = pool
+        return pool
+
+
+def _read_at(read_at: Any, offset: int, length: int, path: str) -> bytes:
+    data = read_at(length, offset)
+    if len(data) != length:
+        raise CorruptFileError(f"{path}: expected {length} bytes at offset {offset}, got {len(data)}")
+    return bytes(data)
 
 
 def open_input(io: FileIO, path: str) -> InputStream:

@@ -5,8 +5,10 @@
 1. Open the file through the table's FileIO and get the footer from the cache (or one ranged read).
 2. Start an access plan over the row groups; drop those whose first byte lies outside the slice's
    ``[start, start + length)`` (``row_groups_pruned_by_range``).
-3. With a row filter: prune row groups by statistics, then by bloom filters (``=``/IN), then rows and row groups by
-   the page index.
+3. With a row filter: prune row groups by statistics, then rows and row groups by the page index, then row groups by
+   bloom filters (``=``/IN): each stage reads only for the row groups the ones before left. On an object store the
+   filter columns' index structures near the footer come in one request; bloom filters too large for that are
+   probed by single 32-byte blocks, fetched concurrently.
 4. Hand each row group its deleted positions (``np.searchsorted`` on the sorted positions; the plan keeps them as
    positions until a unit's mask is built); a row group whose selected rows are all deleted is skipped unread.
 5. Per row group, drop the filter conjuncts its statistics prove true for every row (``predicates.must_match``),
@@ -30,6 +32,7 @@ this count does not depend on the filter, except through pruning).
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -38,7 +41,7 @@ from pyiceberg.io import InputStream
 from pyiceberg.schema import Schema
 
 from spark_jobs.engine.parquet.access_plan import AccessPlan
-from spark_jobs.engine.parquet.bloom_filter import prune_by_bloom_filters
+from spark_jobs.engine.parquet.bloom_filter import bloom_bytes, probe_block_ranges, prune_by_bloom_filters
 from spark_jobs.engine.parquet.file_columns import LeafColumn, file_leaf_columns
 from spark_jobs.engine.parquet.footer_cache import (
     ParquetFooter,
@@ -83,6 +86,10 @@ RUN_MAX_COMPRESSED_BYTES = 8 * 1024 * 1024
 # page and the footer) are read in one request when they begin at most this far before the footer's tail: a
 # request costs about as much time as transferring this many bytes.
 INDEX_PREFETCH_MAX_BYTES = 1024 * 1024
+# On an object store, when the bloom filters ``=``/IN probes would consult in a file's scanned row groups are larger
+# than this, the probes read single 32-byte blocks (fetched concurrently, one request each) instead of the filters
+# whole: a point lookup then reads bytes in proportion to its row groups, not to the filters' size.
+BLOOM_WHOLE_READ_MAX_BYTES = 256 * 1024
 # On an object store, a unit whose projected columns are at most this many compressed bytes reads them in the same
 # request as the filter's columns: a second request would cost more than the bytes late materialization may save.
 REMOTE_EAGER_MAX_BYTES = 1024 * 1024
@@ -124,15 +131,17 @@ def read_data_file(
         if not (isinstance(filter_node, Constant) and filter_node.value):
             resolver.top_level_ids(referenced_field_ids(filter_node))  # rejects fields inside lists or maps
             index_stream = TailedStream(stream, footer)
-            if not _is_local(data_file.path):
+            remote = not _is_local(data_file.path)
+            if remote:
                 metrics.bytes_read += _prefetch_index_region(stream, footer, filter_node, field_statistics, plan)
             _prune_by_metadata(
                 plan,
                 filter_node,
                 footer=footer,
                 field_statistics=field_statistics,
-                stream=index_stream,  # type: ignore[arg-type]
+                stream=index_stream,
                 metrics=metrics,
+                fetch_bloom_blocks=remote,
             )
             metrics.bytes_read -= index_stream.bytes_from_tail  # the stages count what they read; these were free
         if deleted_positions.count:
@@ -267,9 +276,13 @@ def _prune_by_metadata(
     *,
     footer: ParquetFooter,
     field_statistics: FieldStatistics,
-    stream: InputStream,
+    stream: TailedStream,
     metrics: ScanMetrics,
+    fetch_bloom_blocks: bool,
 ) -> None:
+    """Statistics, then the page index, then bloom filters for the row groups still scanned (each stage reads only
+    for those); with ``fetch_bloom_blocks``, the bloom blocks the probes need are fetched together first.
+    """
     if isinstance(filter_node, Constant) and not filter_node.value:
         for row_group in list(plan.scanned_row_groups()):
             plan.skip(row_group)
@@ -277,16 +290,36 @@ def _prune_by_metadata(
         return
     leaf_of_field = field_statistics.leaf_of_field
     prune_by_statistics(plan, filter_node, field_statistics.bounds_of, metrics)
+    index_stream: Any = stream  # the index readers take any seekable stream
+    prune_by_page_index(
+        plan, filter_node, footer=footer, leaf_of_field=leaf_of_field, stream=index_stream, metrics=metrics
+    )
+    if fetch_bloom_blocks and _reads_bloom_blocks(plan, filter_node, footer, field_statistics):
+        ranges = probe_block_ranges(plan, filter_node, metadata=footer.metadata, leaf_of_field=leaf_of_field)
+        metrics.bytes_read += stream.fetch_ranges(ranges)
     prune_by_bloom_filters(
         plan,
         filter_node,
         metadata=footer.metadata,
         leaf_of_field=leaf_of_field,
-        stream=stream,
+        stream=index_stream,
         source=footer.path,
         metrics=metrics,
     )
-    prune_by_page_index(plan, filter_node, footer=footer, leaf_of_field=leaf_of_field, stream=stream, metrics=metrics)
+
+
+def _filter_leaf_indexes(filter_node: FilterNode, field_statistics: FieldStatistics) -> set[int]:
+    leaves = [field_statistics.leaf_of_field(field_id) for field_id in referenced_field_ids(filter_node)]
+    return {leaf.index for leaf in leaves if leaf is not None}
+
+
+def _reads_bloom_blocks(
+    plan: AccessPlan, filter_node: FilterNode, footer: ParquetFooter, field_statistics: FieldStatistics
+) -> bool:
+    """On an object store: do the probes read single bloom blocks (the filters are too large to read whole)?"""
+    leaf_indexes = _filter_leaf_indexes(filter_node, field_statistics)
+    size = bloom_bytes(plan, filter_node, metadata=footer.metadata, leaf_indexes=leaf_indexes)
+    return size > BLOOM_WHOLE_READ_MAX_BYTES
 
 
 def _prefetch_index_region(
@@ -297,19 +330,20 @@ def _prefetch_index_region(
     plan: AccessPlan,
 ) -> int:
     """Read the index structures of the filter's columns in the scanned row groups in one request, when they lie
-    close enough before the footer's tail; returns the bytes read (0 when nothing needed reading).
+    close enough before the footer's tail; returns the bytes read (0 when nothing needed reading). Bloom filters
+    the probes will read block by block (``_reads_bloom_blocks``) are left out.
     """
-    leaves = [field_statistics.leaf_of_field(field_id) for field_id in referenced_field_ids(filter_node)]
-    leaf_indexes = {leaf.index for leaf in leaves if leaf is not None}
+    leaf_indexes = _filter_leaf_indexes(filter_node, field_statistics)
     if not leaf_indexes:
         return 0
     metadata = footer.metadata
     locations = page_index_locations(footer)
+    whole_blooms = not _reads_bloom_blocks(plan, filter_node, footer, field_statistics)
     starts = []
     for row_group in plan.scanned_row_groups():
         for leaf_index in leaf_indexes:
             bloom_offset = metadata.row_group(row_group).column(leaf_index).bloom_filter_offset
-            if bloom_offset:
+            if bloom_offset and whole_blooms:
                 starts.append(bloom_offset)
             location = locations[row_group][leaf_index] if row_group < len(locations) else None
             if location is not None and location.is_complete:

@@ -151,9 +151,7 @@ def test_uuid_and_decimal_columns_in_read_schema_probe_their_file_encoding(write
     )
     for expression in (EqualTo("u", uuids[10]), In("d", [Decimal(10), Decimal(1999)])):
         metrics = ScanMetrics()
-        batches = list(
-            read_data_file(data_file, scan_context(schema, [1, 2], expression), metrics=metrics)
-        )
+        batches = list(read_data_file(data_file, scan_context(schema, [1, 2], expression), metrics=metrics))
         assert sum(batch.num_rows for batch in batches) >= 1
         assert metrics.row_groups_pruned_by_statistics + metrics.row_groups_pruned_by_bloom_filter >= 8
 
@@ -178,3 +176,43 @@ def test_block_reading_filter_answers_like_the_whole_filter_and_reads_a_block_pe
     assert all(literal_might_be_present(lazy, v, leaf) for v in values[:50].tolist())
     assert metrics.bytes_read <= 64 + 32 * len(probes)
     assert metrics.bytes_read < whole_bytes / 4
+
+
+def test_bitset_place_follows_from_the_chunk_metadata_and_probes_then_read_no_header(tmp_path: Path) -> None:
+    from pyiceberg.expressions import EqualTo as Eq
+
+    from spark_jobs.engine.parquet.access_plan import AccessPlan
+    from spark_jobs.engine.parquet.bloom_filter import bitset_range, open_bloom_filter, probe_block_ranges
+    from spark_jobs.engine.parquet.predicates import translate_filter
+
+    values = np.random.default_rng(3).permutation(40_000).astype(np.int64)
+    path = tmp_path / "placed.parquet"
+    for ndv in (10, 3_000, 200_000):  # one-, two- and three-byte varints of numBytes in the header
+        pq.write_table(
+            pa.table({"id": values}),
+            path,
+            row_group_size=10_000,
+            bloom_filter_options={"id": {"ndv": ndv, "fpp": 0.01}},
+        )
+        parquet_file = pq.ParquetFile(path)
+        leaf = file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)[0]
+        metadata = parquet_file.metadata
+        with pa.OSFile(str(path)) as stream:
+            for row_group in range(metadata.num_row_groups):
+                chunk = metadata.row_group(row_group).column(0)
+                checked = open_bloom_filter(stream, chunk, str(path), ScanMetrics())
+                assert checked is not None and bitset_range(chunk) == checked.bitset_range, ndv
+                metrics = ScanMetrics()
+                placed = open_bloom_filter(stream, chunk, str(path), metrics, check_header=False)
+                probes = [*values[row_group * 10_000 : row_group * 10_000 + 20].tolist(), -1, -2, 50_000]
+                assert [literal_might_be_present(placed, v, leaf) for v in probes] == [
+                    literal_might_be_present(checked, v, leaf) for v in probes
+                ]
+                assert metrics.bytes_read == 32 * len(placed.blocks)  # blocks only, no header
+        schema = Schema(NestedField(1, "id", LongType(), required=False))
+        node = translate_filter(Eq("id", int(values[5])).bind(schema))
+        plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
+        ranges = probe_block_ranges(plan, node, metadata=metadata, leaf_of_field=lambda _, found=leaf: found)
+        blocks = [r for r in ranges if r[1] == 32]
+        assert len(blocks) == metadata.num_row_groups  # one block per row group for one literal
+        assert len(ranges) == len(blocks) + 1  # and the first filter's header, to check it
