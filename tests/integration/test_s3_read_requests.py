@@ -106,6 +106,10 @@ def _range_length(request: Request) -> int:
     return int(last) - int(first) + 1
 
 
+def _range_start(request: Request) -> int:
+    return int(request.range.removeprefix("bytes=").split("-")[0])
+
+
 def test_every_data_file_read_is_a_range_and_each_footer_one_request(proxied_table) -> None:
     proxy, sizes, _ = proxied_table
     result, requests = _cold_read(proxy, None)
@@ -143,7 +147,9 @@ def test_a_throttled_request_is_retried(proxied_table) -> None:
     assert [r.status for r in requests].count(503) == 2
 
 
-def test_large_bloom_filters_are_probed_by_single_blocks_fetched_together(proxied_table, seaweedfs: SeaweedFS) -> None:
+def test_large_bloom_filters_are_probed_by_single_blocks_in_a_cold_file_and_read_whole_in_a_hot_one(
+    proxied_table, seaweedfs: SeaweedFS
+) -> None:
     from pyiceberg.catalog import load_catalog
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
     from pyiceberg.utils.config import Config
@@ -169,6 +175,7 @@ def test_large_bloom_filters_are_probed_by_single_blocks_fetched_together(proxie
     with table.transaction() as transaction, transaction.update_snapshot().fast_append() as append:
         append.append_data_file(parquet_file_to_data_file(table.io, table.metadata, f"s3://{key}"))
     size = sink.getvalue().size
+    first_filter = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata.row_group(0).column(0).bloom_filter_offset
     wanted = int(rows.column("id")[123_456].as_py())
     FOOTER_CACHE.clear()
     manifest_cache().clear()
@@ -182,3 +189,12 @@ def test_large_bloom_filters_are_probed_by_single_blocks_fetched_together(proxie
     # surviving row group's column.
     assert sorted(_range_length(r) for r in index_reads)[1:] == [32] * 4, [(r.range, size) for r in gets]
     assert len(data_reads) == 1, [r.range for r in data_reads]
+    # The file is hot now: the next lookup reads its filters whole (the last one partly in the footer tail already),
+    # once, and keeps them with the footer.
+    for whole_reads in (1, 0):
+        result = open_read_session(CATALOG, "requests.big_blooms", row_filter=f"id = {wanted}").to_arrow()
+        assert result.column("id").to_pylist() == [wanted]
+        gets = [r for r in proxy.log.reset() if r.method == "GET" and r.path.endswith(key)]
+        region_reads = [r for r in gets if _range_start(r) == first_filter and _range_length(r) > 3 * 128 * 1024]
+        assert len(region_reads) == whole_reads, [r.range for r in gets]
+        assert len([r for r in gets if _range_length(r) <= 32]) == 0, [r.range for r in gets]

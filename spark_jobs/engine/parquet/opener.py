@@ -7,8 +7,9 @@
    ``[start, start + length)`` (``row_groups_pruned_by_range``).
 3. With a row filter: prune row groups by statistics, then rows and row groups by the page index, then row groups by
    bloom filters (``=``/IN): each stage reads only for the row groups the ones before left. On an object store the
-   filter columns' index structures near the footer come in one request; bloom filters too large for that are
-   probed by single 32-byte blocks, fetched concurrently.
+   filter columns' index structures near the footer come in one request; in a file opened for the first time,
+   bloom filters larger than ``BLOOM_WHOLE_READ_MAX_BYTES`` are probed by single 32-byte blocks, fetched
+   concurrently (a file opened again reads them whole and keeps them with its cached footer).
 4. Hand each row group its deleted positions (``np.searchsorted`` on the sorted positions; the plan keeps them as
    positions until a unit's mask is built); a row group whose selected rows are all deleted is skipped unread.
 5. Per row group, drop the filter conjuncts its statistics prove true for every row (``predicates.must_match``),
@@ -87,8 +88,10 @@ RUN_MAX_COMPRESSED_BYTES = 8 * 1024 * 1024
 # request costs about as much time as transferring this many bytes.
 INDEX_PREFETCH_MAX_BYTES = 1024 * 1024
 # On an object store, when the bloom filters ``=``/IN probes would consult in a file's scanned row groups are larger
-# than this, the probes read single 32-byte blocks (fetched concurrently, one request each) instead of the filters
-# whole: a point lookup then reads bytes in proportion to its row groups, not to the filters' size.
+# than this and the file is opened for the first time in the process, the probes read single 32-byte blocks
+# (fetched concurrently, one request each) instead of the filters whole: a cold point lookup then reads bytes in
+# proportion to its row groups, not to the filters' size. A hot file (footer cached) reads them whole, once, and
+# keeps them with its footer, so later probes make no request.
 BLOOM_WHOLE_READ_MAX_BYTES = 256 * 1024
 # On an object store, a unit whose projected columns are at most this many compressed bytes reads them in the same
 # request as the filter's columns: a second request would cost more than the bytes late materialization may save.
@@ -132,8 +135,13 @@ def read_data_file(
             resolver.top_level_ids(referenced_field_ids(filter_node))  # rejects fields inside lists or maps
             index_stream = TailedStream(stream, footer)
             remote = not _is_local(data_file.path)
+            # A file opened for the first time in this process has its large bloom filters probed block by block;
+            # once it is hot (its footer cached), they are read whole and kept with the footer for later probes.
+            block_probes = remote and not cache_hit and _reads_bloom_blocks(plan, filter_node, footer, field_statistics)
             if remote:
-                metrics.bytes_read += _prefetch_index_region(stream, footer, filter_node, field_statistics, plan)
+                metrics.bytes_read += _prefetch_index_region(
+                    stream, footer, filter_node, field_statistics, plan, whole_blooms=not block_probes
+                )
             _prune_by_metadata(
                 plan,
                 filter_node,
@@ -141,7 +149,7 @@ def read_data_file(
                 field_statistics=field_statistics,
                 stream=index_stream,
                 metrics=metrics,
-                fetch_bloom_blocks=remote,
+                fetch_bloom_blocks=block_probes,
             )
             metrics.bytes_read -= index_stream.bytes_from_tail  # the stages count what they read; these were free
         if deleted_positions.count:
@@ -294,7 +302,7 @@ def _prune_by_metadata(
     prune_by_page_index(
         plan, filter_node, footer=footer, leaf_of_field=leaf_of_field, stream=index_stream, metrics=metrics
     )
-    if fetch_bloom_blocks and _reads_bloom_blocks(plan, filter_node, footer, field_statistics):
+    if fetch_bloom_blocks:
         ranges = probe_block_ranges(plan, filter_node, metadata=footer.metadata, leaf_of_field=leaf_of_field)
         metrics.bytes_read += stream.fetch_ranges(ranges)
     prune_by_bloom_filters(
@@ -316,7 +324,7 @@ def _filter_leaf_indexes(filter_node: FilterNode, field_statistics: FieldStatist
 def _reads_bloom_blocks(
     plan: AccessPlan, filter_node: FilterNode, footer: ParquetFooter, field_statistics: FieldStatistics
 ) -> bool:
-    """On an object store: do the probes read single bloom blocks (the filters are too large to read whole)?"""
+    """Are the bloom filters the probes would consult in the scanned row groups too large to read whole?"""
     leaf_indexes = _filter_leaf_indexes(filter_node, field_statistics)
     size = bloom_bytes(plan, filter_node, metadata=footer.metadata, leaf_indexes=leaf_indexes)
     return size > BLOOM_WHOLE_READ_MAX_BYTES
@@ -328,17 +336,18 @@ def _prefetch_index_region(
     filter_node: FilterNode,
     field_statistics: FieldStatistics,
     plan: AccessPlan,
+    *,
+    whole_blooms: bool,
 ) -> int:
     """Read the index structures of the filter's columns in the scanned row groups in one request, when they lie
-    close enough before the footer's tail; returns the bytes read (0 when nothing needed reading). Bloom filters
-    the probes will read block by block (``_reads_bloom_blocks``) are left out.
+    close enough before the footer's tail; returns the bytes read (0 when nothing needed reading). Without
+    ``whole_blooms`` (the probes read single blocks), bloom filters are left out.
     """
     leaf_indexes = _filter_leaf_indexes(filter_node, field_statistics)
     if not leaf_indexes:
         return 0
     metadata = footer.metadata
     locations = page_index_locations(footer)
-    whole_blooms = not _reads_bloom_blocks(plan, filter_node, footer, field_statistics)
     starts = []
     for row_group in plan.scanned_row_groups():
         for leaf_index in leaf_indexes:
