@@ -21,35 +21,12 @@ from tests.support.services import spark_process_env
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
 
 
-# Every job the story runs, by the name of its step (the "reads" step runs five reads and a count).
-EVERY_STEP = {
-    "append",
-    "csv",
-    "upsert",
-    "delete",
-    "overwrite",
-    "rewrite_deletes",
-    "read_snapshot",
-    "read_ref",
-    "read_branch",
-    "read_as_of",
-    "read_filter",
-    "read_count",
-    "compact",
-    "rewrite_manifests",
-    "expire",
-    "orphans",
-    "v3_append",
-    "v3_delete",
-}
-
-
 @pytest.mark.postgres
 @pytest.mark.parametrize("catalog_fixture", ["s3_rest_catalog", "s3_sql_catalog"])
 def test_every_job_on_local_spark(request, spark, seaweedfs: SeaweedFS, catalog_fixture: str) -> None:
     catalog = request.getfixturevalue(catalog_fixture)
     results = s3_scenario.run(catalog, f"local_{catalog}", seaweedfs.filesystem())
-    assert set(results) == EVERY_STEP
+    assert set(results) == set(s3_scenario.JOB_STEPS)
 
 
 # The standalone cluster runs the same story per catalog, both in one driver process on the cluster.
@@ -88,4 +65,4 @@ def test_every_job_on_the_standalone_cluster(
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-6000:]
     for catalog in (s3_rest_catalog, s3_sql_catalog):
-        assert f"STEPS {catalog} {','.join(sorted(EVERY_STEP))}\n" in done.stdout, done.stdout[-2000:]
+        assert f"STEPS {catalog} {','.join(sorted(s3_scenario.JOB_STEPS))}\n" in done.stdout, done.stdout[-2000:]

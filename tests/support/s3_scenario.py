@@ -43,6 +43,12 @@ ALL_STEPS = (
     "orphans",
     "deletion_vectors",
 )
+# The jobs each step runs, by the names ``run`` returns their results under (a step not listed runs one, its own).
+_JOBS_OF_STEP = {
+    "reads": ("read_snapshot", "read_ref", "read_branch", "read_as_of", "read_filter", "read_count"),
+    "deletion_vectors": ("v3_append", "v3_delete"),
+}
+JOB_STEPS = tuple(job for step in ALL_STEPS for job in _JOBS_OF_STEP.get(step, (step,)))
 
 
 def _rows(ids: Iterable[int], tag: str) -> pa.Table:

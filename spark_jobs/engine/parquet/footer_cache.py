@@ -18,7 +18,6 @@ round trip per read, so the footer is fetched once and reused:
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
@@ -31,14 +30,13 @@ import pyarrow.parquet as pq
 from pyiceberg.io import FileIO, InputStream
 
 from spark_jobs.engine.shared.errors import CorruptFileError
+from spark_jobs.engine.shared.thread_pools import process_thread_pool
 
 PARQUET_MAGIC = b"PAR1"
 DEFAULT_METADATA_SIZE_HINT = 64 * 1024
 TRAILER_SIZE = 8  # 4-byte footer length + magic
 # Scattered small ranges of one file are read this many at a time: each is a round trip on an object store.
 RANGE_READ_THREADS = 8
-_RANGE_READ_POOLS: dict[int, ThreadPoolExecutor] = {}
-_RANGE_READ_POOLS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -221,15 +219,8 @@ class TailedStream:
 
 
 def _range_read_pool() -> ThreadPoolExecutor:
-    """The process's range-reading threads, created on first use (and again in a forked child, which has none)."""
-    process_id = os.getpid()
-    with _RANGE_READ_POOLS_LOCK:
-        pool = _RANGE_READ_POOLS.get(process_id)
-        if pool is None:
-            _RANGE_READ_POOLS.clear()
-            pool = ThreadPoolExecutor(max_workers=RANGE_READ_THREADS, thread_name_prefix="parquet-range-read")
-            _RANGE_READ_POOLS[process_id] = pool
-        return pool
+    """The process's range-reading threads (one round trip each on an object store)."""
+    return process_thread_pool("parquet-range-read", RANGE_READ_THREADS)
 
 
 def _read_at(read_at: Any, offset: int, length: int, path: str) -> bytes:
