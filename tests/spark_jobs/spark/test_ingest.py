@@ -295,6 +295,33 @@ def test_nulls_in_a_required_column_are_bad_input(spark, testing_catalog) -> Non
     assert testing_catalog.load_table(name).current_snapshot() is None
 
 
+def test_null_structs_with_required_fields_are_written_and_read_back_as_null(spark, testing_catalog) -> None:
+    """An optional struct with a required field: a source without the struct, and null structs, append as nulls."""
+    import pyarrow as pa
+
+    testing_catalog.create_namespace_if_not_exists("ingest_tests")
+    name = _table_name("null_structs")
+    point = pa.struct([pa.field("x", pa.float64(), nullable=False), pa.field("y", pa.float64())])
+    testing_catalog.create_table(
+        name,
+        pa.schema([pa.field("id", pa.int64(), nullable=False), ("point", point)]),
+        properties={"format-version": "2"},
+    )
+    without_struct = spark.createDataFrame([(1,), (2,)], "id long")
+    ingest(spark, CATALOG, name, without_struct, IngestOptions(mode="append"))
+    with_nulls = spark.createDataFrame(
+        [(3, None), (4, {"x": 4.0, "y": None})], "id long, point struct<x: double not null, y: double>"
+    )
+    ingest(spark, CATALOG, name, with_nulls, IngestOptions(mode="append"))
+    rows = open_read_session(CATALOG, name).to_arrow().sort_by("id").to_pylist()
+    assert rows == [
+        {"id": 1, "point": None},
+        {"id": 2, "point": None},
+        {"id": 3, "point": None},
+        {"id": 4, "point": {"x": 4.0, "y": None}},
+    ]
+
+
 def test_schema_evolution_adds_nested_columns_that_read_back(spark, testing_catalog) -> None:
     table = _table_name("nested_evolution")
     ingest(spark, CATALOG, table, _frame(spark, _rows(range(2))), IngestOptions(mode="append", create_if_missing=True))
