@@ -70,12 +70,14 @@ def iceberg_demo_pipeline() -> None:
 
         def rows(ids: np.ndarray) -> pa.Table:
             count = len(ids)
-            return pa.table({
-                "id": pa.array(ids, pa.int64()),
-                "category": pa.array(rng.choice(["a", "b", "c", "d"], count)),
-                "qty": pa.array(rng.integers(0, 1000, count, dtype=np.int32)),
-                "price": pa.array(np.round(rng.random(count) * 100, 2)),
-            })
+            return pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "category": pa.array(rng.choice(["a", "b", "c", "d"], count)),
+                    "qty": pa.array(rng.integers(0, 1000, count, dtype=np.int32)),
+                    "price": pa.array(np.round(rng.random(count) * 100, 2)),
+                }
+            )
 
         first_ids = np.arange(0, ROWS_PER_BATCH)
         second_ids = np.arange(ROWS_PER_BATCH, 2 * ROWS_PER_BATCH)
@@ -147,9 +149,7 @@ def iceberg_demo_pipeline() -> None:
         rows_compacted = after["data_rows"] if after["delete_files"] == 0 else None
         first_snapshot_id = results["ingest_first"].get("snapshot_id")
         spark_start = {name: (results[name].get("seconds") or {}).get("spark_start", 0.0) for name in STEP_TASKS}
-        seconds = {
-            name: sum((results[name].get("seconds") or {}).values()) - spark_start[name] for name in STEP_TASKS
-        }
+        seconds = {name: sum((results[name].get("seconds") or {}).values()) - spark_start[name] for name in STEP_TASKS}
         run_start = context["dag_run"].start_date
         elapsed = time.time() - run_start.timestamp() if run_start is not None else None
         lines = [

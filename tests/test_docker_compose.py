@@ -230,9 +230,7 @@ def test_the_image_installs_the_package_pyproject_declares_with_java() -> None:
     copied = {args[0].rstrip("/"): index for index, (name, args) in enumerate(instructions) if name == "COPY"}
     packages = [pattern.rstrip("*") for pattern in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
     assert sorted(packages) == ["airflow_iceberg_provider", "spark_jobs"]
-    installs = [
-        (index, args) for index, (name, args) in enumerate(instructions) if name == "RUN" and "install" in args
-    ]
+    installs = [(index, args) for index, (name, args) in enumerate(instructions) if name == "RUN" and "install" in args]
     pip = [index for index, args in installs if args[:2] == ["pip", "install"] and "." in args]
     assert len(pip) == 1, "the image pip-installs the project from its own directory once"
     for needed in ("pyproject.toml", *packages):

@@ -129,4 +129,3 @@ def test_no_lineage_and_no_failure_without_the_openlineage_provider(monkeypatch,
     monkeypatch.setitem(sys.modules, "airflow.providers.openlineage.extractors", None)  # import raises ImportError
     read = IcebergReadOperator(task_id="r", catalog="testing", table=events_table, output_path="/tmp/out")
     assert read.get_openlineage_facets_on_start() is None
-

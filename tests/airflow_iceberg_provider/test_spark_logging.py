@@ -21,6 +21,7 @@ def test_the_switch_and_a_cluster_driver_and_an_own_log4j_configuration_are_resp
     assert quiet_spark_conf({"spark.log.level": "INFO"}, driver_is_local=True) == {"spark.log.level": "INFO"}
     assert quiet_spark_conf(None, driver_is_local=False) == {"spark.log.level": "WARN"}
     own = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/spark/log4j2.properties"}
-    assert quiet_spark_conf(own, driver_is_local=True)["spark.driver.extraJavaOptions"] == own[
-        "spark.driver.extraJavaOptions"
-    ]
+    assert (
+        quiet_spark_conf(own, driver_is_local=True)["spark.driver.extraJavaOptions"]
+        == own["spark.driver.extraJavaOptions"]
+    )

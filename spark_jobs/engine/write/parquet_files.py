@@ -38,6 +38,7 @@ _MAX_CHUNK_ROWS = 1_048_576
 
 _BYTES = "an integer number of bytes"
 
+
 @dataclass(frozen=True)
 class FileTarget:
     """Where and how one partition's files are written."""

@@ -69,4 +69,3 @@ def test_a_deferred_wait_that_times_out_is_skipped_only_with_soft_fail(tmp_path:
     sensor = IcebergSourceFilesSensor(task_id="t", path=str(tmp_path), deferrable=True, soft_fail=soft_fail)
     with pytest.raises(raised):
         sensor.resume_execution(TRIGGER_FAIL_REPR, {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, context={})
-

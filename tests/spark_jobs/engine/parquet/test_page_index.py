@@ -92,9 +92,7 @@ def test_page_index_skips_whole_row_groups_statistics_keep(write_data_file) -> N
     data_file = write_data_file(table, row_group_size=2000, write_page_index=True, max_rows_per_page=100)
     schema = Schema(NestedField(1, "k", LongType(), required=False))
     metrics = ScanMetrics()
-    batches = list(
-        read_data_file(data_file, scan_context(schema, [1], EqualTo("k", 3000)), metrics=metrics)
-    )
+    batches = list(read_data_file(data_file, scan_context(schema, [1], EqualTo("k", 3000)), metrics=metrics))
     assert batches == []
     assert metrics.row_groups_pruned_by_statistics == 0
     assert metrics.row_groups_pruned_by_page_index == 1

@@ -25,9 +25,7 @@ def _field(name: str, arrow_type: pa.DataType, field_id: int) -> pa.Field:
 
 def _read(data_file, schema: Schema, expression, output_ids=(1,)) -> tuple[pa.Table, ScanMetrics]:
     metrics = ScanMetrics()
-    batches = list(
-        read_data_file(data_file, scan_context(schema, output_ids, expression), metrics=metrics)
-    )
+    batches = list(read_data_file(data_file, scan_context(schema, output_ids, expression), metrics=metrics))
     return pa.Table.from_batches(batches) if batches else pa.table({}), metrics
 
 
