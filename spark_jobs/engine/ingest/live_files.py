@@ -52,7 +52,7 @@ def key_range_filter(columns: Sequence[str], bounds: Sequence[tuple[Any, Any]] |
     condition: BooleanExpression = AlwaysTrue()
     for name, (low, high) in zip(columns, bounds, strict=True):
         # pyiceberg's predicates take (term, literal) positionally; the pydantic signature mypy sees does not.
-        at_least, at_most = GreaterThanOrEqual(name, low), LessThanOrEqual(name, high)  # type: ignore[call-arg, misc]
+        at_least, at_most = GreaterThanOrEqual(name, low), LessThanOrEqual(name, high)  # type: ignore[call-arg]
         condition = And(condition, And(at_least, at_most))
     return condition
 
