@@ -33,7 +33,7 @@ def test_the_test_command_runs_ruff_then_mypy_then_pytest() -> None:
     commands = [
         line.split()[0] if not line.startswith("exec ") else line.split()[1]
         for line in (REPO_ROOT / "scripts" / "test.sh").read_text().splitlines()
-        if line.startswith(("ruff", "mypy", "exec "))
+        if line.startswith(("ruff", "mypy", "exec ", "python -m pytest"))
     ]
     assert commands == ["ruff", "mypy", "python"]
     assert "mypy" in " ".join(_pyproject()["project"]["optional-dependencies"]["test"])
