@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from spark_jobs.engine.shared.errors import UserInputError
-from spark_jobs.engine.shared.storage import storage_failure
 from spark_jobs.job_contract import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, error_line
 from spark_jobs.job_log import SPARK_START_PHASE, log_summary
 
@@ -92,6 +91,8 @@ def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
         if reason is not None:
             print(error_line(reason), file=sys.stderr, flush=True)
             return EXIT_USAGE
+        from spark_jobs.engine.shared.storage import storage_failure  # pyarrow: kept off the way to Spark's start
+
         storage = storage_failure(str(error))
         if storage is not None:  # e.g. wrong keys seen first by an executor: one line naming the object
             traceback.print_exc(file=sys.stderr)
@@ -197,13 +198,17 @@ def spark_session(app_name: str) -> Any:
     """The job's SparkSession; master and configuration come from spark-submit (``local[*]`` without it).
 
     A session the job starts logs at ``DEFAULT_SPARK_LOG_LEVEL`` unless ``spark.log.level`` is given, and announces
-    its start time and its web UI (the provider's "Spark UI" link reads that line).
+    its start time and its web UI (the provider's "Spark UI" link reads that line). While its SparkContext starts,
+    a second thread has the JVM load what the session constructor would load after it (``spark.jvm_warm_up``).
     """
     from pyspark.sql import SparkSession
 
     existing = SparkSession.getActiveSession()
     if existing is None:
         log.info("starting Spark ...")
+        from spark_jobs.spark.jvm_warm_up import start_jvm_warm_up
+
+        start_jvm_warm_up()  # what the session constructor loads, loaded while the SparkContext starts
     started = time.perf_counter()
     session = SparkSession.builder.appName(app_name).getOrCreate()
     if existing is None:  # ours to stop when the job ends; a caller's session (tests, notebooks) is left running
