@@ -311,34 +311,98 @@ class SideBySide:
 
     # ---------------------------------------------------------------- cold runs
     def cold_jobs(self) -> None:
-        """One spark-submit per run: a read job writing the query's rows as Parquet (as Airflow runs it)."""
+        """One spark-submit per run: a read job writing the query's rows as Parquet (as Airflow runs it).
+
+        With ``--cold-class-archive ours|both``, that side's driver JVM maps a class-data archive (JDK CDS) made by
+        one untimed run of the same job first (``-XX:ArchiveClassesAtExit``), as a deployment would make it once.
+        """
         submit = self.java.must("spark_submit_args").result
         by_name = {query.name: query for query in sbs.queries(self.args.rows)}
         for name in self.args.cold_queries.split(","):
             query = by_name[name]
             outputs = Path(tempfile.mkdtemp(prefix="side-by-side-cold-"))
             try:
+                self._make_class_archives(query, submit, outputs)
                 self.rounds(
                     JobResult(
-                        f"cold_{name}",
+                        f"cold_{name}"
+                        + (
+                            ""
+                            if self.args.cold_class_archive == "none"
+                            else "_class_archive_" + self.args.cold_class_archive
+                        ),
                         f"spark-submit of a read job: price of {query.table}"
                         + (f" where {query.where_sql()}" if query.k_range else "")
-                        + " written as Parquet",
+                        + " written as Parquet"
+                        + (
+                            ""
+                            if self.args.cold_class_archive == "none"
+                            else f" (class-data archive: {self.args.cold_class_archive})"
+                        ),
                     ),
                     lambda query=query, outputs=outputs: self._cold_java(query, submit, outputs / "java"),
-                    lambda query=query, outputs=outputs: self._cold_ours(query, outputs / "ours"),
+                    lambda query=query, outputs=outputs: self._cold_ours(query, submit, outputs / "ours"),
                     check=lambda _j, _o, outputs=outputs: same_output_rows(outputs / "java", outputs / "ours"),
                     warmup=False,
                 )
             finally:
                 shutil.rmtree(outputs, ignore_errors=True)
 
+    def _class_archive(self, side: str) -> Path | None:
+        """The class-data archive of ``side``'s driver JVM when ``--cold-class-archive`` covers that side."""
+        if self.args.cold_class_archive not in (side, "both"):
+            return None
+        return self.args.data_dir / "class_archives" / f"{side}.jsa"
+
+    def _make_class_archives(self, query: sbs.Query, submit: dict[str, Any], outputs: Path) -> None:
+        """One untimed run per archived side, writing its archive at the JVM's exit (``cold_jobs`` doc)."""
+        for side, run in (("java", self._cold_java), ("ours", self._cold_ours)):
+            archive = self._class_archive(side)
+            if archive is None:
+                continue
+            archive.parent.mkdir(parents=True, exist_ok=True)
+            archive.unlink(missing_ok=True)
+            run(query, submit, outputs / f"{side}_archive")
+            print(f"  class-data archive of {side}: {archive} ({archive.stat().st_size} bytes)", flush=True)
+
+    def _driver_java_options(self, side: str, base: str) -> tuple[list[str], Path | None]:
+        """``--conf spark.driver.extraJavaOptions`` as the provider's hook builds it for ``side``'s archive (its
+        ``jvm_class_archive``), and the archive file the run writes when there is none yet."""
+        from airflow_iceberg_provider.jvm_class_archive import DRIVER_JAVA_OPTIONS_CONF, class_archive_conf
+
+        archive = self._class_archive(side)
+        conf, partial = class_archive_conf(
+            {DRIVER_JAVA_OPTIONS_CONF: base} if base else {}, True, str(archive) if archive else None
+        )
+        options = conf.get(DRIVER_JAVA_OPTIONS_CONF)
+        return (["--conf", f"{DRIVER_JAVA_OPTIONS_CONF}={options}"] if options else []), partial
+
+    def _timed_with_archive(self, side: str, command: list[str], env: dict[str, str], partial: Path | None) -> Run:
+        """Run a cold job; an archive its driver JVM wrote is renamed into place, as the provider's hook does."""
+        from airflow_iceberg_provider.jvm_class_archive import publish_class_archive
+
+        try:
+            run = timed_process(command, env)
+        except BaseException:
+            if partial is not None:
+                publish_class_archive(partial, str(self._class_archive(side)), succeeded=False)
+            raise
+        if partial is not None:
+            publish_class_archive(partial, str(self._class_archive(side)), succeeded=True)
+        return run
+
     def _cold_java(self, query: sbs.Query, submit: dict[str, Any], output: Path) -> Run:
         java_bin = Path(self.args.java_python).parent
         command = [str(java_bin / "spark-submit"), *common_submit_args()]
         command += ["--jars", submit["jars"]]
+        java_options = ""
         for key, value in submit["conf"].items():
+            if key == "spark.driver.extraJavaOptions":
+                java_options = value
+                continue
             command += ["--conf", f"{key}={value}"]
+        java_options_args, partial = self._driver_java_options("java", java_options)
+        command += java_options_args
         command += [
             str(BENCH_DIR / "side_by_side_java_job.py"),
             "read",
@@ -349,12 +413,14 @@ class SideBySide:
         if query.where_sql():
             command += ["--where", query.where_sql()]
         env = {**os.environ, "PYSPARK_PYTHON": self.args.java_python, "PYSPARK_DRIVER_PYTHON": self.args.java_python}
-        return timed_process(command, env)
+        return self._timed_with_archive("java", command, env, partial)
 
-    def _cold_ours(self, query: sbs.Query, output: Path) -> Run:
+    def _cold_ours(self, query: sbs.Query, submit: dict[str, Any], output: Path) -> Run:
         from airflow_iceberg_provider.engine_package import engine_zip
 
         command = [str(Path(sys.executable).parent / "spark-submit"), *common_submit_args()]
+        java_options_args, partial = self._driver_java_options("ours", "")
+        command += java_options_args
         command += ["--py-files", str(engine_zip())]
         command += [
             str(REPO_ROOT / "spark_jobs" / "read.py"),
@@ -366,7 +432,7 @@ class SideBySide:
         command += ["--columns", "price", "--output", str(output), "--mode", "overwrite"]
         if query.row_filter():
             command += ["--filter", query.row_filter()]
-        return timed_process(command, {**os.environ, **our_catalog_env(self.args.data_dir)})
+        return self._timed_with_archive("ours", command, {**os.environ, **our_catalog_env(self.args.data_dir)}, partial)
 
     # ---------------------------------------------------------------- in-process first read
     def first_read_jobs(self) -> None:
@@ -479,6 +545,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--anchor-dir", default="/work/shared/iceberg-java", help="the recipe (anchor_env.py)")
     parser.add_argument("--anchor-root", type=Path, default=Path(os.environ.get("ANCHOR_ROOT", "/tmp/iceberg-java")))
     parser.add_argument("--cold-queries", default="scan_range_eq,scan_full_pos,scan_full_eq")
+    parser.add_argument(
+        "--cold-class-archive",
+        choices=("none", "ours", "both"),
+        default="none",
+        help="cold runs: which sides' driver JVMs map a class-data archive made by one untimed run first",
+    )
     parser.add_argument("--rewrite-v3", action="store_true", help="also rewrite the v3 table with ours")
     parser.add_argument("--max-load", type=float, default=2.5, help="wait for a 1-minute load below this per job")
     parser.add_argument("--quiet-timeout", type=float, default=120, help="seconds to wait for that at most")

@@ -14,7 +14,9 @@ with the caller's ``properties_file`` or, without one, the ``spark-defaults.conf
 ``secrets`` (the catalog's secret strings) are masked in the logged command and in error messages, whatever their
 property names.
 
-Spark's own logging is at WARN unless the submission sets ``spark.log.level`` (``spark_logging``).
+Spark's own logging is at WARN unless the submission sets ``spark.log.level`` (``spark_logging``). A Spark
+connection whose extra names a ``class-data-archive`` has the driver JVM map (or, once, write) that class-data
+archive (``jvm_class_archive``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from airflow_iceberg_provider.credentials import mask_text
 from airflow_iceberg_provider.job_output import JobOutput
+from airflow_iceberg_provider.jvm_class_archive import CONNECTION_EXTRA, class_archive_conf, publish_class_archive
 from airflow_iceberg_provider.links import spark_link_in
 from airflow_iceberg_provider.spark_logging import quiet_spark_conf
 
@@ -46,6 +49,7 @@ class SparkJobSubmitHook(SparkSubmitHook):
         self.job_env: dict[str, str] = {}
         self.secrets: set[str] = set()
         self._job_properties_file: str | None = None
+        self._class_archive_partial: Path | None = None
         self.on_link: LinkListener | None = None
 
     @classmethod
@@ -57,6 +61,7 @@ class SparkJobSubmitHook(SparkSubmitHook):
         job_hook.job_env = {}
         job_hook.secrets = set()
         job_hook._job_properties_file = None
+        job_hook._class_archive_partial = None
         job_hook.on_link = None
         return job_hook
 
@@ -65,8 +70,20 @@ class SparkJobSubmitHook(SparkSubmitHook):
         """Whether the driver is spark-submit's own process (local or client deploy mode), so its output is ours."""
         return self._connection.get("deploy_mode") != "cluster"
 
+    def class_data_archive(self) -> str | None:
+        """The class-data archive the Spark connection's extra names for the driver JVM, if any."""
+        try:
+            extra = self.get_connection(self._conn_id).extra_dejson
+        except Exception:  # no such connection: SparkSubmitHook runs on its defaults, and so does this
+            return None
+        value = extra.get(CONNECTION_EXTRA)
+        return str(value) if value else None
+
     def _build_spark_common_args(self) -> list[str]:
         self._conf = quiet_spark_conf(self._conf, self.runs_driver_locally)
+        self._conf, partial = class_archive_conf(self._conf, self.runs_driver_locally, self.class_data_archive())
+        if partial is not None:
+            self._class_archive_partial = partial
         if not self.job_env:
             return super()._build_spark_common_args()
         if self.runs_driver_locally:
@@ -95,11 +112,22 @@ class SparkJobSubmitHook(SparkSubmitHook):
             self._properties_file = user_properties_file
 
     def submit(self, application: str = "", **kwargs: Any) -> str | None:
-        """spark-submit, then remove the private properties file (cluster deploy mode) whatever happened."""
+        """spark-submit, then remove the private properties file (cluster deploy mode) whatever happened, and
+        publish or delete the class-data archive the driver JVM wrote."""
+        succeeded = False
         try:
-            return super().submit(application, **kwargs)
+            result = super().submit(application, **kwargs)
+            succeeded = True
+            return result
         finally:
             self._remove_job_properties_file()
+            self._publish_class_archive(succeeded)
+
+    def _publish_class_archive(self, succeeded: bool) -> None:
+        partial, self._class_archive_partial = self._class_archive_partial, None
+        archive = self.class_data_archive()
+        if partial is not None and archive is not None:
+            publish_class_archive(partial, archive, succeeded)
 
     def _remove_job_properties_file(self) -> None:
         if self._job_properties_file is not None:

@@ -1,0 +1,87 @@
+"""The driver JVM's class-data archive: mapped when it exists, written once by a successful run, opt-in only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
+from airflow_iceberg_provider.jvm_class_archive import (
+    DRIVER_JAVA_OPTIONS_CONF,
+    class_archive_conf,
+    publish_class_archive,
+)
+
+USER_OPTIONS = {DRIVER_JAVA_OPTIONS_CONF: "-Duser.timezone=UTC"}
+
+
+def test_nothing_changes_without_an_archive_in_cluster_mode_or_with_the_submission_s_own_sharing(tmp_path) -> None:
+    archive = tmp_path / "driver.jsa"
+    archive.write_bytes(b"archive")
+    assert class_archive_conf(USER_OPTIONS, True, None) == (USER_OPTIONS, None)
+    assert class_archive_conf(USER_OPTIONS, False, str(archive)) == (USER_OPTIONS, None)
+    own = {DRIVER_JAVA_OPTIONS_CONF: "-Xshare:off"}
+    assert class_archive_conf(own, True, str(archive)) == (own, None)
+
+
+def test_an_existing_archive_is_mapped_after_the_submission_s_own_options(tmp_path) -> None:
+    archive = tmp_path / "driver.jsa"
+    archive.write_bytes(b"archive")
+    conf, partial = class_archive_conf({**USER_OPTIONS, "spark.ui.enabled": "false"}, True, str(archive))
+    assert partial is None
+    assert conf == {
+        DRIVER_JAVA_OPTIONS_CONF: f"-Duser.timezone=UTC -XX:SharedArchiveFile={archive}",
+        "spark.ui.enabled": "false",
+    }
+
+
+def test_a_missing_archive_is_written_beside_it_and_renamed_into_place_only_after_success(tmp_path) -> None:
+    archive = tmp_path / "cache" / "driver.jsa"
+    conf, partial = class_archive_conf(USER_OPTIONS, True, str(archive))
+    assert partial is not None and partial.parent == archive.parent and partial.name.startswith(".driver.jsa.")
+    options = conf[DRIVER_JAVA_OPTIONS_CONF]
+    assert options.startswith(f"-Duser.timezone=UTC -XX:ArchiveClassesAtExit={partial} ")
+    assert "-Xlog:cds=error" in options  # the dump's messages would otherwise follow the result line
+    _, second = class_archive_conf(USER_OPTIONS, True, str(archive))
+    assert second is not None and second != partial  # concurrent first runs write apart
+
+    partial.write_bytes(b"dumped")
+    publish_class_archive(partial, str(archive), succeeded=False)
+    assert not partial.exists() and not archive.exists()
+
+    partial.write_bytes(b"dumped")
+    publish_class_archive(partial, str(archive), succeeded=True)
+    assert archive.read_bytes() == b"dumped" and not partial.exists()
+    publish_class_archive(second, str(archive), succeeded=True)  # a run whose JVM wrote nothing changes nothing
+    assert archive.read_bytes() == b"dumped"
+
+
+@pytest.fixture
+def archive_connection(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    archive = tmp_path / "driver.jsa"
+    connection = {"conn_type": "spark", "host": "local[2]", "extra": {"class-data-archive": str(archive)}}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_ARCHIVED", json.dumps(connection))
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_PLAIN", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    return archive
+
+
+def test_the_hook_takes_the_archive_from_the_spark_connection_s_extra(archive_connection: Path) -> None:
+    plain = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_plain"))
+    assert not any("Archive" in part for part in plain._build_spark_submit_command("read.py"))
+
+    hook = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_archived"))
+    command = hook._build_spark_submit_command("read.py")
+    assert hook._build_spark_submit_command("read.py") == command  # building the command again adds nothing
+    options = next(part for part in command if part.startswith(DRIVER_JAVA_OPTIONS_CONF))
+    assert "-Dlog4j2.configurationFile=" in options and "-XX:ArchiveClassesAtExit=" in options
+    partial = hook._class_archive_partial
+    assert partial is not None
+    partial.write_bytes(b"dumped")
+    hook._publish_class_archive(succeeded=True)
+    assert archive_connection.read_bytes() == b"dumped"
+
+    again = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_archived"))
+    assert f"-XX:SharedArchiveFile={archive_connection}" in " ".join(again._build_spark_submit_command("read.py"))
