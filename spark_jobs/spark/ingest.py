@@ -205,7 +205,11 @@ def parquet_source_of(spark: SparkSession, catalog_name: str, uri: str) -> Parqu
     max_bytes = _byte_size(spark.conf.get("spark.sql.files.maxPartitionBytes", "128m") or "128m")
     try:
         source = plan_parquet_source(
-            uri, io, parallelism=spark.sparkContext.defaultParallelism, max_task_bytes=max_bytes
+            uri,
+            io,
+            parallelism=spark.sparkContext.defaultParallelism,
+            max_task_bytes=max_bytes,
+            int96_as_timestamp=_int96_read_as_utc_timestamps(spark),
         )
     except OSError as error:  # e.g. a listing refused: Spark's route reports it with the storage details
         log.info("source %s is read by Spark (listing it failed: %s)", uri, error)
@@ -215,6 +219,13 @@ def parquet_source_of(spark: SparkSession, catalog_name: str, uri: str) -> Parqu
     else:
         log.info("source read with pyarrow in the writing tasks: %s", source_summary(source))
     return source
+
+
+def _int96_read_as_utc_timestamps(spark: SparkSession) -> bool:
+    """True when the session reads INT96 columns as timestamps without converting them to its time zone."""
+    as_timestamp = spark.conf.get("spark.sql.parquet.int96AsTimestamp", "true") or "true"
+    converted = spark.conf.get("spark.sql.parquet.int96TimestampConversion", "false") or "false"
+    return as_timestamp.strip().lower() == "true" and converted.strip().lower() == "false"
 
 
 def _byte_size(text: str) -> int:

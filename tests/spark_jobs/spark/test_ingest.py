@@ -411,8 +411,10 @@ def test_parquet_files_read_by_pyarrow_make_the_table_spark_makes(spark, testing
     direct, through_spark = _table_name("direct"), _table_name("spark_read")
     options = IngestOptions(mode="append", create_if_missing=True, partition_by="day(ts)")
     result = ingest(spark, CATALOG, direct, planned, options)
-    ingest(spark, CATALOG, through_spark, spark.read.parquet(str(source)), options)
-    assert result["rows_added"] == 1200 and result["data_files_added"] == 3  # one per day partition
+    spark_result = ingest(spark, CATALOG, through_spark, spark.read.parquet(str(source)), options)
+    # Tasks packed as Spark packs the files (two on two slots), each writing a file per day partition.
+    assert result["rows_added"] == 1200 and len(planned.tasks) == 2
+    assert result["data_files_added"] == spark_result["data_files_added"] == 6
     ours = testing_catalog.load_table(direct)
     theirs = testing_catalog.load_table(through_spark)
     assert ours.schema() == theirs.schema()
@@ -438,6 +440,45 @@ def test_parquet_files_read_by_pyarrow_make_the_table_spark_makes(spark, testing
     assert replaced["operation"] == "overwrite" and replaced["rows_added"] == 1
     left = open_read_session(CATALOG, direct, columns=["id"]).to_arrow().column("id").to_pylist()
     assert sorted(left) == sorted([i for i in range(1200) if i % 3 != 0] + [3])
+
+
+def test_int96_timestamps_spark_wrote_are_read_by_pyarrow_as_spark_reads_them(spark, testing_catalog, tmp_path) -> None:
+    import pyarrow as pa
+
+    source = str(tmp_path / "int96")
+    values = [
+        datetime.datetime(2024, 1, 1, 0, 20, 45, 184001, tzinfo=UTC),
+        datetime.datetime(1900, 1, 1, tzinfo=UTC),
+        datetime.datetime(1582, 10, 4, 23, 59, 59, tzinfo=UTC),
+        None,
+    ]
+    rows = [(i, values[i % len(values)]) for i in range(40)]
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "INT96"  # Spark's default
+    rebase = "spark.sql.parquet.int96RebaseModeInWrite"
+    frame = spark.createDataFrame(rows, "id long, ts timestamp").coalesce(2)
+    try:
+        spark.conf.set(rebase, "CORRECTED")  # as stored, in the proleptic Gregorian calendar
+        frame.write.parquet(source)
+        spark.conf.set(rebase, "LEGACY")  # rebased to the Julian calendar and marked so: Spark's route
+        frame.write.parquet(f"{source}-legacy")
+    finally:
+        spark.conf.unset(rebase)
+    assert spark_ingest.parquet_source_of(spark, CATALOG, f"{source}-legacy") is None
+    planned = spark_ingest.parquet_source_of(spark, CATALOG, source)
+    assert planned is not None and planned.arrow_schema.field("ts").type == pa.timestamp("us", tz="UTC")
+    direct, through_spark = _table_name("int96_direct"), _table_name("int96_spark")
+    options = IngestOptions(mode="append", create_if_missing=True)
+    ingest(spark, CATALOG, direct, planned, options)
+    ingest(spark, CATALOG, through_spark, spark.read.parquet(source), options)
+    assert testing_catalog.load_table(direct).schema() == testing_catalog.load_table(through_spark).schema()
+    ours = open_read_session(CATALOG, direct).to_arrow().sort_by("id")
+    assert ours.to_pylist() == open_read_session(CATALOG, through_spark).to_arrow().sort_by("id").to_pylist()
+    assert ours.column("ts").to_pylist() == [ts for _, ts in rows]
+    spark.conf.set("spark.sql.parquet.int96AsTimestamp", "false")  # Spark would read binary values: its route
+    try:
+        assert spark_ingest.parquet_source_of(spark, CATALOG, source) is None
+    finally:
+        spark.conf.unset("spark.sql.parquet.int96AsTimestamp")
 
 
 def test_nulls_in_a_required_column_of_a_parquet_source_are_bad_input(spark, testing_catalog, tmp_path) -> None:

@@ -45,9 +45,14 @@ def test_a_directory_is_planned_with_every_row_group_once_and_read_back_in_order
     assert [(Path(r.path).name, r.row_groups[0]) for r in runs] == [
         (f"part-{f}.parquet", g) for f in range(3) for g in range(4)
     ]
-    together = _plan(f"file://{tmp_path}")  # small files: one task, as Spark packs splits under its open cost
-    assert together is not None and len(together.tasks) == 1
-    assert [r.row_groups for r in together.tasks[0]] == [(0, 1, 2, 3)] * 3
+    # Small files, each one split, packed as Spark packs them: each counts 4 MiB of open cost, so two slots make
+    # two tasks (the first full at two files).
+    together = _plan(f"file://{tmp_path}")
+    assert together is not None and len(together.tasks) == 2
+    assert [[(Path(r.path).name, r.row_groups) for r in task] for task in together.tasks] == [
+        [("part-0.parquet", (0, 1, 2, 3)), ("part-1.parquet", (0, 1, 2, 3))],
+        [("part-2.parquet", (0, 1, 2, 3))],
+    ]
     assert all(field.nullable for field in together.arrow_schema)  # as Spark reads files
     read = pa.Table.from_batches(
         [b for task in one_task_each.tasks for b in read_source_task(task, IO, one_task_each.arrow_schema)]
@@ -128,3 +133,52 @@ def test_null_counts_come_from_the_footers_statistics_when_every_row_group_has_t
     assert planned.null_counts == {"id": 0, "name": expected_names, "ts": 0, "amount": 0}
     pq.write_table(_rows(200, 10), tmp_path / "c.parquet", write_statistics=False)
     assert all(count is None for count in _plan(tmp_path).null_counts.values())
+
+
+def _spark_int96_file(path: Path, values: list[datetime.datetime], metadata: dict[str, str]) -> None:
+    """A file like Spark writes by default: INT96 timestamps, Spark's footer keys, no Arrow schema."""
+    rows = pa.table({"id": pa.array(range(len(values)), pa.int64()), "ts": pa.array(values, pa.timestamp("ns"))})
+    _write_like_spark(rows, path, metadata)
+
+
+def _write_like_spark(rows: pa.Table, path: Path, metadata: dict[str, str]) -> None:
+    with pq.ParquetWriter(path, rows.schema, use_deprecated_int96_timestamps=True, store_schema=False) as writer:
+        writer.write_table(rows)
+        if metadata:
+            writer.add_key_value_metadata(metadata)
+
+
+def test_int96_columns_spark_wrote_in_the_gregorian_calendar_are_read_as_utc_microseconds(tmp_path) -> None:
+    values = [
+        datetime.datetime(2024, 1, 1, 0, 20, 45, 184000),
+        datetime.datetime(1970, 1, 1),
+        datetime.datetime(1900, 3, 1, 12, 0, 0, 999999),
+    ]
+    _spark_int96_file(tmp_path / "a.parquet", values, {"org.apache.spark.version": "3.5.9"})
+    planned = plan_parquet_source(str(tmp_path), IO, parallelism=2, max_task_bytes=1 << 30, int96_as_timestamp=True)
+    assert planned is not None
+    assert planned.arrow_schema.field("ts").type == pa.timestamp("us", tz="UTC")
+    read = pa.Table.from_batches(
+        [b for task in planned.tasks for b in read_source_task(task, IO, planned.arrow_schema)]
+    )
+    assert read.column("ts").to_pylist() == [value.replace(tzinfo=UTC) for value in values]
+    # Spark would read them otherwise: not as timestamps, or rebased from the Julian calendar (old Spark, marker).
+    assert _plan(tmp_path) is None
+    for name, metadata in (
+        ("old", {"org.apache.spark.version": "3.0.3"}),
+        ("marked", {"org.apache.spark.version": "3.5.9", "org.apache.spark.legacyINT96": ""}),
+        ("foreign", {}),
+    ):
+        directory = tmp_path / name
+        directory.mkdir()
+        _spark_int96_file(directory / "a.parquet", values, metadata)
+        assert plan_parquet_source(str(directory), IO, parallelism=2, max_task_bytes=1, int96_as_timestamp=True) is None
+
+
+def test_int96_nanoseconds_are_truncated_to_microseconds_as_spark_reads_them(tmp_path) -> None:
+    rows = pa.table({"ts": pa.array([1_704_067_200_123_456_789, -1_000], pa.timestamp("ns"))})
+    _write_like_spark(rows, tmp_path / "a.parquet", {"org.apache.spark.version": "4.0.1"})
+    planned = plan_parquet_source(str(tmp_path), IO, parallelism=1, max_task_bytes=1 << 30, int96_as_timestamp=True)
+    assert planned is not None
+    (batch,) = read_source_task(planned.tasks[0], IO, planned.arrow_schema)
+    assert batch.column(0).cast(pa.int64()).to_pylist() == [1_704_067_200_123_456, -1]
