@@ -20,7 +20,21 @@ import pyarrow as pa
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    FloatType,
+    IntegerType,
+    MapType,
+    ShortType,
+    StringType,
+    StructType,
+)
 
 # Spark 4 takes the zone of timestamps as an argument; Spark 3.5's takes none and always gives UTC. Both read a
 # zone-less Arrow timestamp as timestamp_ntz only when asked to (Spark 4 by default, Spark 3.5 not).
@@ -73,3 +87,27 @@ def spark_types_of(schema: Schema) -> dict[str, Any]:
 def arrow_schema_of(spark_schema: StructType) -> pa.Schema:
     """The Arrow schema of a Spark schema (a DataFrame's), timestamps with the UTC zone."""
     return to_arrow_schema(spark_schema, **_ZONE_ARGUMENT)
+
+
+def estimated_row_bytes(data_type: DataType) -> int:
+    """Spark's own estimate of a value's size (``DataType.defaultSize``): strings 20 bytes, binaries 100, one
+    element per array and map; fixed widths as stored. What batch sizes follow, not what a row holds."""
+    if isinstance(data_type, StructType):
+        return sum(estimated_row_bytes(field.dataType) for field in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return estimated_row_bytes(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return estimated_row_bytes(data_type.keyType) + estimated_row_bytes(data_type.valueType)
+    if isinstance(data_type, StringType):
+        return 20
+    if isinstance(data_type, BinaryType):
+        return 100
+    if isinstance(data_type, DecimalType):
+        return 8 if data_type.precision <= 18 else 16
+    if isinstance(data_type, (BooleanType, ByteType)):
+        return 1
+    if isinstance(data_type, ShortType):
+        return 2
+    if isinstance(data_type, (IntegerType, FloatType, DateType)):
+        return 4
+    return 8  # long, double, timestamps, intervals

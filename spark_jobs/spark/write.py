@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import pickle
@@ -38,12 +39,19 @@ from spark_jobs.engine.write.write_context import (
     write_position_delete_rows,
 )
 from spark_jobs.spark.scan import task_payloads, task_rows
-from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
+from spark_jobs.spark.types import conform_batch, estimated_row_bytes, spark_arrow_schema_of, spark_schema_of
 
 FILE_COLUMN = "file"
 DELETED_FROM_KEY = "deleted_from_data_files"  # with a position delete file's description: the data files it names
 _NULLS_KEY = "required_column_nulls"  # a task's count of nulls in required columns, in place of its files
 ORDINAL_COLUMN = "_partition_ordinal"
+ARROW_BATCH_ROWS_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
+# The rows of each Arrow batch a write's mapInArrow receives, when the session leaves Spark's default of 10,000:
+# about this many bytes of rows (by Spark's estimate of a row's size), within the bounds below. Fewer, larger
+# batches cost less per row on both sides of the hand-over; the bounds keep a batch of wide rows small.
+_ARROW_BATCH_BYTES = 8 << 20
+_ARROW_BATCH_ROWS_MIN = 10_000
+_ARROW_BATCH_ROWS_MAX = 131_072
 
 
 def task_attempt_tag() -> str:
@@ -87,7 +95,30 @@ def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, A
         if written:
             yield _file_batch(written)
 
-    return _files_without_nulls(_collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary")))
+    with arrow_batch_rows(frame):
+        described = _collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
+    return _files_without_nulls(described)
+
+
+@contextlib.contextmanager
+def arrow_batch_rows(frame: DataFrame) -> Iterator[int]:
+    """Hand ``frame``'s rows to Python in batches sized for its row width, while the block runs; the batch rows.
+
+    A session that sets ``spark.sql.execution.arrow.maxRecordsPerBatch`` itself keeps its setting. Otherwise the
+    setting is raised for the block (Spark reads it when the action plans) and unset after it.
+    """
+    conf = frame.sparkSession.conf
+    chosen = conf.get(ARROW_BATCH_ROWS_KEY, None)
+    if chosen is not None:
+        yield int(chosen)
+        return
+    row_bytes = max(1, estimated_row_bytes(frame.schema))
+    rows = max(_ARROW_BATCH_ROWS_MIN, min(_ARROW_BATCH_ROWS_MAX, _ARROW_BATCH_BYTES // row_bytes))
+    conf.set(ARROW_BATCH_ROWS_KEY, str(rows))
+    try:
+        yield rows
+    finally:
+        conf.unset(ARROW_BATCH_ROWS_KEY)
 
 
 def _written_or_nulls(write: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -20,7 +20,15 @@ from spark_jobs.engine.ingest.live_files import files_that_may_hold_keys, key_sc
 from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_data, write_position_delete_rows
 from spark_jobs.spark.types import spark_types_of
-from spark_jobs.spark.write import ORDINAL_COLUMN, conform_dataframe, key_positions, task_attempt_tag, write_dataframe
+from spark_jobs.spark.write import (
+    ARROW_BATCH_ROWS_KEY,
+    ORDINAL_COLUMN,
+    arrow_batch_rows,
+    conform_dataframe,
+    key_positions,
+    task_attempt_tag,
+    write_dataframe,
+)
 
 pytestmark = pytest.mark.spark35
 
@@ -47,6 +55,30 @@ def test_each_task_writes_its_rows_per_partition_and_names_its_attempt(spark, sq
     assert sum(item["record_count"] for item in written) == 100
     assert all(f"{context.write_id}-s" in item["file_path"] for item in written)  # named by stage and attempt
     assert task_attempt_tag() == "driver"
+
+
+def test_a_write_hands_narrow_rows_over_in_batches_larger_than_sparks_default(spark) -> None:
+    def batch_sizes(batches):
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays([pa.array([batch.num_rows], pa.int64())], names=["rows"])
+
+    frame = spark.range(0, 50_000, numPartitions=1).selectExpr("id", "cast(id AS INT) AS n")
+    assert spark.conf.get(ARROW_BATCH_ROWS_KEY, None) is None
+    with arrow_batch_rows(frame) as rows:
+        sizes = [row["rows"] for row in frame.mapInArrow(batch_sizes, "rows long").collect()]
+    assert rows == 131_072 and sizes == [50_000]  # 12 bytes a row: the upper bound
+    assert spark.conf.get(ARROW_BATCH_ROWS_KEY, None) is None  # unset again
+    spark.conf.set(ARROW_BATCH_ROWS_KEY, "20000")  # a session's own choice is kept
+    try:
+        with arrow_batch_rows(frame) as rows:
+            sizes = [row["rows"] for row in frame.mapInArrow(batch_sizes, "rows long").collect()]
+        assert rows == 20_000 and sizes == [20_000, 20_000, 10_000]
+        assert spark.conf.get(ARROW_BATCH_ROWS_KEY) == "20000"
+    finally:
+        spark.conf.unset(ARROW_BATCH_ROWS_KEY)
+    wide = spark.range(0, 10).selectExpr(*[f"X'00' AS b{i}" for i in range(1000)])
+    with arrow_batch_rows(wide) as rows:
+        assert rows == 10_000  # 100 KB a row by Spark's estimate: the lower bound
 
 
 def test_conforming_casts_to_the_tables_types_and_fills_missing_columns(spark) -> None:
