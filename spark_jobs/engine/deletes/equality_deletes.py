@@ -21,6 +21,7 @@ at the table's scale. Steps:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -70,7 +71,12 @@ class EqualityDeleteSet:
         self._column_values: list[pa.Array] = [distinct_values[j] for j in fold_order]
         self._column_values_has_nan = [_has_nan(values) for values in self._column_values]
         self._combined_values: list[pa.Array] = []
-        codes = _found_codes(pc.index_in(key_columns[fold_order[0]], value_set=self._column_values[0]))
+        # The delete rows' own codes matter only to fold further columns: a one-column set skips the hash lookup.
+        codes = (
+            _found_codes(pc.index_in(key_columns[fold_order[0]], value_set=self._column_values[0]))
+            if len(fold_order) > 1
+            else np.empty(0, dtype=np.int64)
+        )
         for position, j in enumerate(fold_order[1:], start=1):
             column_codes = _found_codes(pc.index_in(key_columns[j], value_set=self._column_values[position]))
             combined = codes * len(self._column_values[position]) + column_codes
@@ -237,20 +243,19 @@ class _IntegerCodeLookup:
 
     def __init__(self, values: pa.Array) -> None:
         valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        present_codes = np.flatnonzero(valid).astype(np.int64)
-        present_values = values.filter(pa.array(valid)).to_numpy(zero_copy_only=False).astype(np.int64)
+        self._present_codes = np.flatnonzero(valid).astype(np.int64)
+        self._present_values = values.filter(pa.array(valid)).to_numpy(zero_copy_only=False).astype(np.int64)
+        present_values = self._present_values
         null_codes = np.flatnonzero(~valid)
         self._null_code = int(null_codes[0]) if null_codes.size else -1
-        self._dense_table: np.ndarray | None = None
         self._minimum = int(present_values.min()) if present_values.size else 0
         span = int(present_values.max()) - self._minimum + 1 if present_values.size else 0
-        if 0 < span <= min(_DENSE_MAX_SPAN, max(_DENSE_SPAN_PER_KEY * present_values.size, 1 << 16)):
-            self._dense_table = np.full(span, -1, dtype=np.int64)
-            self._dense_table[present_values - self._minimum] = present_codes
-        order = np.argsort(present_values, kind="stable")
-        self._sorted_values = present_values[order]
-        self._codes_of_sorted = present_codes[order]
         self._span = span
+        self._dense = 0 < span <= min(_DENSE_MAX_SPAN, max(_DENSE_SPAN_PER_KEY * present_values.size, 1 << 16))
+        # The code structures (dense table, or sorted values) are built on the first ``codes`` call: membership
+        # alone, the common one-column case, needs only the bitmap. ``nbytes`` counts them from the start.
+        self._code_structures: tuple[np.ndarray | None, np.ndarray, np.ndarray] | None = None
+        self._code_structures_lock = threading.Lock()
         self._bitmap: np.ndarray | None = None
         if 0 < span <= _BITMAP_MAX_SPAN:
             # One empty slot below the smallest value and one above the largest (where the int64 range allows):
@@ -264,9 +269,29 @@ class _IntegerCodeLookup:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the lookup structures."""
-        structures = [self._dense_table, self._bitmap, self._sorted_values, self._codes_of_sorted]
-        return sum(structure.nbytes for structure in structures if structure is not None)
+        """Bytes held by the lookup structures, the code structures counted whether built yet or not."""
+        dense_bytes = self._span * 8 if self._dense else 0
+        sorted_bytes = 0 if self._dense else self._present_values.nbytes + self._present_codes.nbytes
+        bitmap_bytes = self._bitmap.nbytes if self._bitmap is not None else 0
+        return dense_bytes + sorted_bytes + bitmap_bytes + self._present_values.nbytes + self._present_codes.nbytes
+
+    def _structures(self) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+        """The dense code table (or None) and the sorted values with their codes, built once (thread-safe)."""
+        structures = self._code_structures
+        if structures is not None:
+            return structures
+        with self._code_structures_lock:
+            if self._code_structures is None:
+                dense_table: np.ndarray | None = None
+                sorted_values = codes_of_sorted = np.empty(0, dtype=np.int64)
+                if self._dense:
+                    dense_table = np.full(self._span, -1, dtype=np.int64)
+                    dense_table[self._present_values - self._minimum] = self._present_codes
+                else:
+                    order = np.argsort(self._present_values, kind="stable")
+                    sorted_values, codes_of_sorted = self._present_values[order], self._present_codes[order]
+                self._code_structures = (dense_table, sorted_values, codes_of_sorted)
+            return self._code_structures
 
     def contains(self, column: pa.Array) -> np.ndarray:
         """For each row, whether the set holds its value (a NULL row: whether the set holds NULL)."""
@@ -303,16 +328,17 @@ class _IntegerCodeLookup:
         """Each row's index in the set's values; null where the set does not hold the row's value."""
         data = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         codes = np.full(len(data), -1, dtype=np.int64)
-        if self._dense_table is not None:
+        dense_table, sorted_values, codes_of_sorted = self._structures()
+        if dense_table is not None:
             offsets = data - self._minimum
-            in_range = (offsets >= 0) & (offsets < self._dense_table.size)
-            codes[in_range] = self._dense_table[offsets[in_range]]
-        elif self._sorted_values.size:
+            in_range = (offsets >= 0) & (offsets < dense_table.size)
+            codes[in_range] = dense_table[offsets[in_range]]
+        elif sorted_values.size:
             probe_order = np.argsort(data, kind="stable")
             sorted_probes = data[probe_order]
-            positions = np.minimum(np.searchsorted(self._sorted_values, sorted_probes), self._sorted_values.size - 1)
-            found = self._sorted_values[positions] == sorted_probes
-            codes[probe_order[found]] = self._codes_of_sorted[positions[found]]
+            positions = np.minimum(np.searchsorted(sorted_values, sorted_probes), sorted_values.size - 1)
+            found = sorted_values[positions] == sorted_probes
+            codes[probe_order[found]] = codes_of_sorted[positions[found]]
         if column.null_count:
             codes[~np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = self._null_code
         return pa.array(codes, mask=codes < 0)

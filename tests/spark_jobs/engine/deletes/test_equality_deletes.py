@@ -499,3 +499,28 @@ def test_cache_identity_names_the_field_ids_files_and_compared_types() -> None:
     as_int32 = EqualityDeleteSet([1], [pa.array([1, 2], pa.int32())], source_paths=["s3://b/eq-1.parquet"])
     assert as_int32.cache_identity != named.cache_identity  # compared in another type: another answer
     assert EqualityDeleteSet([1], keys).cache_identity is None  # no source paths: nothing names the keys
+
+
+@pytest.mark.parametrize("span", [1_000, 1 << 30], ids=["dense-codes", "sorted-codes"])
+def test_integer_code_structures_are_built_on_first_use_and_counted_from_the_start(span: int) -> None:
+    """Membership (one key column) needs only the bitmap; codes build their table once, already counted in nbytes."""
+    from spark_jobs.engine.deletes.equality_deletes import _IntegerCodeLookup
+
+    values = pa.array([5, span, None, 77], type=pa.int64())
+    lookup = _IntegerCodeLookup(values)
+    counted = lookup.nbytes
+    probe = pa.array([77, 6, None, span, 5], type=pa.int64())
+    if span < (1 << 27):
+        assert lookup.contains(probe).tolist() == [True, False, True, True, True]
+        assert lookup._code_structures is None
+    assert lookup.codes(probe).to_pylist() == [3, None, 2, 1, 0]
+    assert lookup._code_structures is not None
+    assert lookup.nbytes == counted
+
+
+def test_a_one_column_delete_set_keeps_rows_by_membership_alone() -> None:
+    """A single integer key column: rows are kept or dropped by the bitmap, and no code table is built."""
+    delete_set = EqualityDeleteSet([1], [pa.array([3, 9, 4_000_000], type=pa.int64())])
+    keep = delete_set.keep_mask({1: pa.array([1, 3, 9, 10, 4_000_000], type=pa.int64())}, 5)
+    assert keep.tolist() == [True, False, False, True, False]
+    assert all(lookup._code_structures is None for lookup in delete_set._integer_lookups.values())
