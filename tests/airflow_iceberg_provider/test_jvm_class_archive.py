@@ -85,3 +85,32 @@ def test_the_hook_takes_the_archive_from_the_spark_connection_s_extra(archive_co
 
     again = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_archived"))
     assert f"-XX:SharedArchiveFile={archive_connection}" in " ".join(again._build_spark_submit_command("read.py"))
+
+
+# A Python application that starts no SparkContext: spark-submit's JVM (the driver JVM in local and client modes)
+# still starts, launches it, and writes or maps the archive; the test stays a few seconds long.
+APP = """\
+import json
+print(json.dumps({"status": "ok", "rows": 3}))
+"""
+
+
+@pytest.mark.spark
+def test_a_real_driver_jvm_writes_the_archive_once_and_maps_it_after(monkeypatch, tmp_path: Path) -> None:
+    from tests.support.airflow_env import path_with_spark_submit
+
+    monkeypatch.setenv("PATH", path_with_spark_submit())
+    archive = tmp_path / "cache" / "driver.jsa"
+    connection = {"conn_type": "spark", "host": "local[1]", "extra": {"class-data-archive": str(archive)}}
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_ARCHIVED", json.dumps(connection))
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    for run, option in enumerate(("-XX:ArchiveClassesAtExit=", "-XX:SharedArchiveFile=")):
+        hook = SparkJobSubmitHook(conn_id="spark_archived", conf={"spark.ui.enabled": "false"})
+        assert option in " ".join(hook._build_spark_submit_command(str(app)))
+        hook.submit(str(app))
+        assert hook.job_output.result == {"status": "ok", "rows": 3}, run
+        assert list(hook.job_output.tail)[-1].startswith("{"), run  # nothing of the JVM's follows the result
+        assert not any("Unable to use shared archive" in line for line in hook.job_output.tail), run
+        assert archive.is_file() and archive.stat().st_size > 1_000_000, run
+        assert [path.name for path in archive.parent.iterdir()] == ["driver.jsa"], run
