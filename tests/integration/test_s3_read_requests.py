@@ -120,6 +120,49 @@ def test_every_data_file_read_is_a_range_and_each_footer_one_request(proxied_tab
         assert all(_range_length(r) < size for r in gets), "no GET fetches a whole file"
         footer_reads = [r for r in gets if r.range.endswith(f"-{size - 1}")]
         assert len(footer_reads) == 1, f"{key}: footer read as {[r.range for r in footer_reads]}"
+    # The manifest records each file's size: an unfiltered read opens no file by path, so it asks for no size.
+    assert [r for r in requests if r.method == "HEAD"] == []
+
+
+def test_a_warm_point_lookup_opens_only_the_file_it_decodes(proxied_table) -> None:
+    from spark_jobs.engine.read.session import open_read_session
+
+    proxy, _, point_id = proxied_table
+    _cold_read(proxy, f"id = {point_id}")
+    result = open_read_session(CATALOG, TABLE, columns=["id", "price"], row_filter=f"id = {point_id}").to_arrow()
+    assert result.column("id").to_pylist() == [point_id]
+    requests = [r for r in proxy.log.reset() if "/files/" in r.path]
+    # Footers and bloom filters are in memory: the files the filters rule out are not even opened; the one holding
+    # the id is opened (one HEAD) and its surviving row group's `id` and `price` chunks read in one round trip (two
+    # ranges: `k` lies between them).
+    described = [(r.method, _key(r), r.range) for r in requests]
+    assert len({_key(r) for r in requests}) == 1, described
+    assert [r.method for r in requests].count("HEAD") <= 1, described
+    assert len([r for r in requests if r.method == "GET"]) <= 2, described
+
+
+def test_a_recorded_size_that_disagrees_with_the_object_fails_loudly(proxied_table) -> None:
+    from spark_jobs.engine.parquet.data_file_input import DataFileInput
+    from spark_jobs.engine.parquet.footer_cache import FooterCache
+    from spark_jobs.engine.shared.errors import CorruptFileError
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    proxy, sizes, _ = proxied_table
+    io = load_catalog(CATALOG).load_table(TABLE).io
+    key, size = next(iter(sizes.items()))
+    proxy.log.reset()
+    with DataFileInput(io, f"s3://{key}", size, cache=FooterCache()) as source:
+        footer, cache_hit, bytes_read = source.footer(reads_index=False)
+        rows = source.row_groups(footer, pre_buffer=True).read_row_groups([1, 2], columns=["id", "k", "id"])
+    assert not cache_hit and footer.fragment is not None and 0 < bytes_read <= size
+    assert rows.column_names == ["id", "k"]  # a column named twice is read once, as through pq.ParquetFile
+    assert rows.column("k").to_pylist() == list(range(ROW_GROUP_ROWS, 3 * ROW_GROUP_ROWS))
+    # No HEAD: the footer in one GET, then each row group's adjacent `id` and `k` chunks in one GET.
+    assert [r.method for r in proxy.log.reset()] == ["GET"] * 3
+    for wrong in (size - 100, size + 100, size // 2):
+        source = DataFileInput(io, f"s3://{key}", wrong, cache=FooterCache())
+        with source, pytest.raises(CorruptFileError, match=f"{key}.*{wrong} bytes"):
+            source.footer(reads_index=False)
 
 
 def test_a_point_lookup_costs_at_most_three_requests_per_file_and_a_few_percent_of_the_bytes(proxied_table) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +51,9 @@ class ParquetFooter:
     derived: dict[Hashable, Any] = field(default_factory=dict)
     # The file's last bytes as read from storage: (offset of the first one, the bytes up to the end of the file).
     tail: tuple[int, bytes] = (0, b"")
+    # The sized dataset fragment (``sized_fragment``) whose read gave this footer, when Arrow read it: later reads
+    # of the file decode through it without opening the file by path.
+    fragment: Any = None
 
     @property
     def size_in_bytes(self) -> int:
@@ -161,11 +164,12 @@ def extend_tail(stream: InputStream, footer: ParquetFooter, start: int) -> int:
 class TailedStream:
     """``seek``/``read`` over a file whose last bytes are in a footer's tail: reads inside it make no request.
 
-    ``bytes_from_tail`` counts what was served from memory, so callers can count storage bytes exactly.
+    ``bytes_from_tail`` counts what was served from memory, so callers can count storage bytes exactly. The file is
+    opened (``open_stream``) only when a read is not served from memory: opening costs an object store a request.
     """
 
-    def __init__(self, stream: InputStream, footer: ParquetFooter) -> None:
-        self._stream = stream
+    def __init__(self, open_stream: Callable[[], InputStream], footer: ParquetFooter) -> None:
+        self._open_stream = open_stream
         self._footer = footer
         self._position = 0
         self.bytes_from_tail = 0
@@ -194,8 +198,9 @@ class TailedStream:
             data = fetched[: end - self._position]
             self.bytes_from_tail += len(data)
         else:
-            self._stream.seek(self._position)
-            data = self._stream.read(size) if size >= 0 else self._stream.read()
+            stream = self._open_stream()
+            stream.seek(self._position)
+            data = stream.read(size) if size >= 0 else stream.read()
         self._position += len(data)
         return bytes(data)
 
@@ -207,9 +212,10 @@ class TailedStream:
         wanted = [(offset, length) for offset, length in ranges if offset < tail_start and offset not in self._ranges]
         if not wanted:
             return 0
-        read_at = getattr(self._stream, "read_at", None)
+        stream = self._open_stream()
+        read_at = getattr(stream, "read_at", None)
         if read_at is None or len(wanted) == 1:  # Python file objects: one position, so one range at a time
-            results = [_read_range(self._stream, offset, length, self._footer.path) for offset, length in wanted]
+            results = [_read_range(stream, offset, length, self._footer.path) for offset, length in wanted]
         else:
             path = self._footer.path
             results = list(_range_read_pool().map(lambda r: _read_at(read_at, r[0], r[1], path), wanted))

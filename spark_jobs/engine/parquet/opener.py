@@ -2,7 +2,9 @@
 
 ``read_data_file`` is the executor's per-file entry point:
 
-1. Open the file through the table's FileIO and get the footer from the cache (or one ranged read).
+1. Get the footer from the cache, or else with one ranged read: on an object store and without a row filter through
+   a fragment opened with the manifest's file size (no HEAD request, ``data_file_input``); otherwise through the
+   table's FileIO, which opens the file by path.
 2. Start an access plan over the row groups; drop those whose first byte lies outside the slice's
    ``[start, start + length)`` (``row_groups_pruned_by_range``).
 3. With a row filter: prune row groups by statistics, then rows and row groups by the page index, then row groups by
@@ -38,19 +40,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.io import InputStream
 from pyiceberg.schema import Schema
 
 from spark_jobs.engine.parquet.access_plan import AccessPlan
 from spark_jobs.engine.parquet.bloom_filter import bloom_bytes, probe_block_ranges, prune_by_bloom_filters
+from spark_jobs.engine.parquet.data_file_input import DataFileInput
 from spark_jobs.engine.parquet.file_columns import LeafColumn, file_leaf_columns
-from spark_jobs.engine.parquet.footer_cache import (
-    ParquetFooter,
-    TailedStream,
-    cached_footer,
-    extend_tail,
-    open_input,
-)
+from spark_jobs.engine.parquet.footer_cache import ParquetFooter, TailedStream, extend_tail
 from spark_jobs.engine.parquet.name_mapping import (
     apply_name_mapping,
     has_field_ids,
@@ -118,8 +114,9 @@ def read_data_file(
     read_schema, output_schema = context.read_schema, context.output_schema
     name_mapping_json = context.name_mapping_json
     filter_node = translate_filter(context.bound_filter)
-    with open_input(context.io, data_file.path) as stream:
-        footer, cache_hit, footer_bytes_read = cached_footer(stream, data_file.path, data_file.file_size_in_bytes)
+    filtered = not (isinstance(filter_node, Constant) and filter_node.value)
+    with DataFileInput(context.io, data_file.path, data_file.file_size_in_bytes) as source:
+        footer, cache_hit, footer_bytes_read = source.footer(reads_index=filtered)
         metrics.files_opened += 1
         metrics.footer_cache_hits += int(cache_hit)
         metrics.bytes_read += footer_bytes_read
@@ -131,16 +128,16 @@ def read_data_file(
         plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
         metrics.row_groups_total += len(plan)
         _prune_by_range(plan, metadata, data_file, metrics)
-        if not (isinstance(filter_node, Constant) and filter_node.value):
+        if filtered:
             resolver.top_level_ids(referenced_field_ids(filter_node))  # rejects fields inside lists or maps
-            index_stream = TailedStream(stream, footer)
+            index_stream = TailedStream(lambda: source.stream, footer)  # opens the file only to read beyond memory
             remote = not _is_local(data_file.path)
             # A file opened for the first time in this process has its large bloom filters probed block by block;
             # once it is hot (its footer cached), they are read whole and kept with the footer for later probes.
             block_probes = remote and not cache_hit and _reads_bloom_blocks(plan, filter_node, footer, field_statistics)
             if remote:
                 metrics.bytes_read += _prefetch_index_region(
-                    stream, footer, filter_node, field_statistics, plan, whole_blooms=not block_probes
+                    source, footer, filter_node, field_statistics, plan, whole_blooms=not block_probes
                 )
             _prune_by_metadata(
                 plan,
@@ -155,7 +152,6 @@ def read_data_file(
         if deleted_positions.count:
             _select_undeleted_rows(plan, deleted_positions, metrics)
 
-        native_file = isinstance(stream, pa.NativeFile)
         scanned = list(plan.scanned_row_groups())
         predicates_by_row_group = {
             row_group: _predicates_to_evaluate(filter_node, row_predicates, row_group, field_statistics)
@@ -169,6 +165,8 @@ def read_data_file(
             scanned = [row_group for row_group in scanned if plan.should_scan(row_group)]
         output_top_level_ids = list(context.output_field_ids)
         units = _read_units(scanned, predicates_by_row_group, metadata, resolver, output_top_level_ids)
+        # Here, before any helper thread decodes, the stream is opened when decoding needs one.
+        native_file = bool(units) and source.decodes_on_arrow_threads(footer)
         # pre_buffer coalesces the column chunk reads of one call into few ranged reads: for object stores; on a
         # local disk it only adds a copy.
         pre_buffer = native_file and not _is_local(data_file.path)
@@ -178,7 +176,7 @@ def read_data_file(
             # Own reader (and, when decoding ahead, own counters) per call: units may decode on several threads.
             # Arrow's threads (pre-buffering, parallel column decoding) are used for Arrow-native files only: with a
             # Python file object they may still hold it at interpreter exit and abort the process.
-            parquet_file = pq.ParquetFile(stream, metadata=metadata, pre_buffer=pre_buffer)
+            parquet_file = source.row_groups(footer, pre_buffer=pre_buffer)
             # Arrow's threads cost more than they give on small units (a small file's single row group).
             threaded = native_file and sum(plan_sizes[row_group] for row_group in unit) >= THREADED_DECODE_MIN_BYTES
             columns = RowGroupColumns(parquet_file, unit, resolver, unit_metrics, data_file.path, use_threads=threaded)
@@ -331,7 +329,7 @@ def _reads_bloom_blocks(
 
 
 def _prefetch_index_region(
-    stream: InputStream,
+    source: DataFileInput,
     footer: ParquetFooter,
     filter_node: FilterNode,
     field_statistics: FieldStatistics,
@@ -361,7 +359,7 @@ def _prefetch_index_region(
     start = min(starts, default=tail_start)
     if start >= tail_start or tail_start - start > INDEX_PREFETCH_MAX_BYTES:
         return 0
-    return extend_tail(stream, footer, start)
+    return extend_tail(source.stream, footer, start)
 
 
 def _select_undeleted_rows(plan: AccessPlan, deleted_positions: DeletedPositions, metrics: ScanMetrics) -> None:

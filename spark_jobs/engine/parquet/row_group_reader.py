@@ -30,6 +30,7 @@ from pyiceberg.types import NestedField, StructType
 
 from spark_jobs.engine.parquet.file_columns import LeafColumn
 from spark_jobs.engine.parquet.schema_projection import ArrowColumn, constant_column, project_column
+from spark_jobs.engine.parquet.sized_fragment import FragmentRowGroups
 from spark_jobs.engine.planning.scan_context import ROW_POSITION
 from spark_jobs.engine.shared.errors import InvalidFilterError
 from spark_jobs.engine.shared.metrics import ScanMetrics
@@ -115,7 +116,7 @@ class RowGroupColumns:
 
     def __init__(
         self,
-        parquet_file: pq.ParquetFile,
+        parquet_file: pq.ParquetFile | FragmentRowGroups,
         row_groups: Sequence[int],
         resolver: FileColumnResolver,
         metrics: ScanMetrics,
