@@ -12,7 +12,8 @@ Per the Parquet spec (BloomFilter.md):
    A probe needs that one block: for a few literals only those blocks are read (``BlockReadingBloomFilter``); for
    many literals the whole bitset is read once. When the chunk's metadata gives the filter's length, the bitset's
    place follows from it (``bitset_range``: the header's length is fixed by its four fields), so a probe needs no
-   header read; the first filter probed per column of a file still has its header read and checked.
+   header read; one filter per column of a file still has its header read and checked (the one whose probed block
+   lies nearest its header: header and block then come in one short range).
 4. A leaf predicate ``=``/IN is false for the row group when no literal may be present; other leaves, columns
    without a filter, and literals we cannot encode exactly (floats, booleans, byte-array decimals) are "may match".
 5. The predicate tree decides; a row group that cannot match is skipped (``row_groups_pruned_by_bloom_filter``).
@@ -47,6 +48,9 @@ _HEADER_READ_SIZE = 64  # a BloomFilterHeader is about 15 bytes; read a little m
 _HEADER_BYTES_BESIDES_NUM_BYTES = 1 + 3 * 4 + 1
 # Up to this many literals, probes read single 32-byte blocks; more read the whole bitset at once.
 _BLOCK_READ_MAX_LITERALS = 32
+# When a probed block lies at most this far past its filter's header, the header and the block are fetched as one
+# range: a request saved for a few KiB (the filter whose block lies nearest its header is the one checked).
+HEADER_FOLD_MAX_BYTES = 32 * 1024
 _INT32_RANGE = (-(2**31), 2**31 - 1)
 _INT64_RANGE = (-(2**63), 2**63 - 1)
 NOT_IN_COLUMN = object()  # the literal cannot be a value of this column (e.g. out of the physical type's range)
@@ -190,9 +194,42 @@ def probe_block_ranges(
     """The byte ranges the bloom probes of the scanned row groups will read, so they can be fetched together.
 
     One 32-byte block per ``=``/IN literal per row group, for chunks whose bitset place is known; plus, per column,
-    the header of its first probed filter (the one ``prune_by_bloom_filters`` checks).
+    the header of the filter ``header_check_row_groups`` picks (the one ``prune_by_bloom_filters`` checks), in one
+    range with that filter's blocks when they lie within ``HEADER_FOLD_MAX_BYTES`` of it.
     """
     ranges: set[tuple[int, int]] = set()
+    checked = header_check_row_groups(plan, node, metadata=metadata, leaf_of_field=leaf_of_field)
+    for leaf_index, row_group, chunk, bitset_offset, blocks in _probed_filters(plan, node, metadata, leaf_of_field):
+        if checked.get(leaf_index) == row_group:
+            header = chunk.bloom_filter_offset
+            span = max([bitset_offset, *(offset + _BYTES_PER_BLOCK for offset in blocks)]) - header
+            if span <= HEADER_FOLD_MAX_BYTES:
+                ranges.add((header, span))
+                continue
+            ranges.add((header, bitset_offset - header))
+        ranges.update((offset, _BYTES_PER_BLOCK) for offset in blocks)
+    return sorted(ranges)
+
+
+def header_check_row_groups(
+    plan: AccessPlan, node: FilterNode, *, metadata: pq.FileMetaData, leaf_of_field: Callable[[int], LeafColumn | None]
+) -> dict[int, int]:
+    """Per probed column (leaf index), the scanned row group whose filter header is checked: the one whose furthest
+    probed block lies nearest its header, so that header and blocks come in one short range.
+    """
+    chosen: dict[int, tuple[int, int]] = {}
+    for leaf_index, row_group, chunk, bitset_offset, blocks in _probed_filters(plan, node, metadata, leaf_of_field):
+        span = max([bitset_offset, *blocks]) - chunk.bloom_filter_offset
+        if leaf_index not in chosen or span < chosen[leaf_index][1]:
+            chosen[leaf_index] = (row_group, span)
+    return {leaf_index: row_group for leaf_index, (row_group, _) in chosen.items()}
+
+
+def _probed_filters(
+    plan: AccessPlan, node: FilterNode, metadata: pq.FileMetaData, leaf_of_field: Callable[[int], LeafColumn | None]
+) -> Iterator[tuple[int, int, pq.ColumnChunkMetaData, int, list[int]]]:
+    """Per block-probed column and scanned row group whose filter is placed by its metadata: (leaf index, row group,
+    chunk, bitset offset, offsets of the blocks the column's exactly encodable literals land in)."""
     for predicate in _bloom_leaves(node):
         leaf = leaf_of_field(predicate.field_id)
         if leaf is None or leaf.is_repeated:
@@ -202,20 +239,17 @@ def probe_block_ranges(
             for encoded in (plain_encoded_literal(value, leaf) for value in predicate.literals)
             if isinstance(encoded, bytes)
         ]
-        header_added = False
         for row_group in plan.scanned_row_groups():
             chunk = metadata.row_group(row_group).column(leaf.index)
             place = bitset_range(chunk)
             if place is None:
                 continue
             bitset_offset, bitset_length = place
-            if not header_added:
-                ranges.add((chunk.bloom_filter_offset, bitset_offset - chunk.bloom_filter_offset))
-                header_added = True
-            for value_hash in hashes:
-                block = _block_and_masks(value_hash, bitset_length // _BYTES_PER_BLOCK)[0]
-                ranges.add((bitset_offset + block * _BYTES_PER_BLOCK, _BYTES_PER_BLOCK))
-    return sorted(ranges)
+            blocks = [
+                bitset_offset + _block_and_masks(value_hash, bitset_length // _BYTES_PER_BLOCK)[0] * _BYTES_PER_BLOCK
+                for value_hash in hashes
+            ]
+            yield leaf.index, row_group, chunk, bitset_offset, blocks
 
 
 def bloom_bytes(plan: AccessPlan, node: FilterNode, *, metadata: pq.FileMetaData, leaf_indexes: set[int]) -> int:
@@ -406,11 +440,18 @@ def prune_by_bloom_filters(
 ) -> None:
     """Skip scanned row groups where some ``=``/IN literal set is certainly absent and the tree needs it.
 
-    The first filter probed per column has its header read; when it agrees with the placement its chunk's metadata
-    implies (``bitset_range``), the column's other filters in the file (one writer wrote them all) are placed by
-    their metadata alone, else each header is read.
+    Per column, one filter has its header read first (``header_check_row_groups``); when it agrees with the
+    placement its chunk's metadata implies (``bitset_range``), the column's other filters in the file (one writer
+    wrote them all) are placed by their metadata alone, else each header is read.
     """
     headers_checked: set[int] = set()
+    for leaf_index, row_group in header_check_row_groups(
+        plan, node, metadata=metadata, leaf_of_field=leaf_of_field
+    ).items():
+        chunk = metadata.row_group(row_group).column(leaf_index)
+        checked = open_bloom_filter(stream, chunk, source, metrics, check_header=True)
+        if checked is not None and bitset_range(chunk) == checked.bitset_range:
+            headers_checked.add(leaf_index)
     for row_group in list(plan.scanned_row_groups()):
         probe = _RowGroupBloomProbe(
             stream, metadata.row_group(row_group), leaf_of_field, source, metrics, headers_checked=headers_checked

@@ -190,12 +190,13 @@ class TailedStream:
         """``size`` bytes from the current position, from the tail when it holds them all."""
         tail_start, tail = self._footer.tail
         end = self._footer.file_size if size < 0 else self._position + size
-        fetched = self._ranges.get(self._position)
+        fetched = self._fetched_range_holding(self._position, end)
         if tail_start <= self._position and end <= tail_start + len(tail):
             data = tail[self._position - tail_start : end - tail_start]
             self.bytes_from_tail += len(data)
-        elif fetched is not None and end - self._position <= len(fetched):
-            data = fetched[: end - self._position]
+        elif fetched is not None:
+            start, held = fetched
+            data = held[self._position - start : end - start]
             self.bytes_from_tail += len(data)
         else:
             stream = self._open_stream()
@@ -204,9 +205,16 @@ class TailedStream:
         self._position += len(data)
         return bytes(data)
 
+    def _fetched_range_holding(self, start: int, end: int) -> tuple[int, bytes] | None:
+        """A fetched range (offset, bytes) holding all of ``[start, end)``, if any (a few ranges per file)."""
+        for offset, data in self._ranges.items():
+            if offset <= start and end <= offset + len(data):
+                return offset, data
+        return None
+
     def fetch_ranges(self, ranges: list[tuple[int, int]]) -> int:
         """Read ``(offset, length)`` ranges not in the tail, concurrently when the file allows it; returns the bytes
-        read. Later ``read`` calls starting at one of those offsets are served from memory (``bytes_from_tail``).
+        read. Later ``read`` calls inside one of those ranges are served from memory (``bytes_from_tail``).
         """
         tail_start = self._footer.tail[0]
         wanted = [(offset, length) for offset, length in ranges if offset < tail_start and offset not in self._ranges]

@@ -178,11 +178,30 @@ def test_block_reading_filter_answers_like_the_whole_filter_and_reads_a_block_pe
     assert metrics.bytes_read < whole_bytes / 4
 
 
+def _probed_block(chunk: pq.ColumnChunkMetaData, value: int) -> int:
+    """The offset of the block an int64 ``value`` lands in, in the chunk's filter (computed here from the spec)."""
+    import struct
+
+    import xxhash
+
+    from spark_jobs.engine.parquet.bloom_filter import bitset_range
+
+    place = bitset_range(chunk)
+    assert place is not None
+    value_hash = xxhash.xxh64_intdigest(struct.pack("<q", value), seed=0)
+    return place[0] + (((value_hash >> 32) * (place[1] // 32)) >> 32) * 32
+
+
 def test_bitset_place_follows_from_the_chunk_metadata_and_probes_then_read_no_header(tmp_path: Path) -> None:
     from pyiceberg.expressions import EqualTo as Eq
 
     from spark_jobs.engine.parquet.access_plan import AccessPlan
-    from spark_jobs.engine.parquet.bloom_filter import bitset_range, open_bloom_filter, probe_block_ranges
+    from spark_jobs.engine.parquet.bloom_filter import (
+        HEADER_FOLD_MAX_BYTES,
+        bitset_range,
+        open_bloom_filter,
+        probe_block_ranges,
+    )
     from spark_jobs.engine.parquet.predicates import translate_filter
 
     values = np.random.default_rng(3).permutation(40_000).astype(np.int64)
@@ -213,6 +232,15 @@ def test_bitset_place_follows_from_the_chunk_metadata_and_probes_then_read_no_he
         node = translate_filter(Eq("id", int(values[5])).bind(schema))
         plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
         ranges = probe_block_ranges(plan, node, metadata=metadata, leaf_of_field=lambda _, found=leaf: found)
-        blocks = [r for r in ranges if r[1] == 32]
-        assert len(blocks) == metadata.num_row_groups  # one block per row group for one literal
-        assert len(ranges) == len(blocks) + 1  # and the first filter's header, to check it
+        # One block per row group for one literal, each inside exactly one range; one filter's header is read too,
+        # the one whose block lies nearest it, in the same range as that block when it is near enough.
+        chunks = [metadata.row_group(index).column(0) for index in range(metadata.num_row_groups)]
+        probed = [_probed_block(chunk, int(values[5])) for chunk in chunks]
+        for block in probed:
+            assert len([r for r in ranges if r[0] <= block and block + 32 <= r[0] + r[1]]) == 1, (ndv, ranges)
+        nearest = min(range(len(chunks)), key=lambda index: probed[index] - chunks[index].bloom_filter_offset)
+        headers = [r for r in ranges if r[0] in {chunk.bloom_filter_offset for chunk in chunks}]
+        assert [r[0] for r in headers] == [chunks[nearest].bloom_filter_offset], (ndv, ranges)
+        folded = probed[nearest] + 32 - chunks[nearest].bloom_filter_offset <= HEADER_FOLD_MAX_BYTES
+        assert len(ranges) == len(chunks) + (0 if folded else 1), (ndv, ranges)
+        assert ndv > 10 or folded  # a small filter comes whole with its header
