@@ -241,3 +241,57 @@ def test_large_bloom_filters_are_probed_by_single_blocks_in_a_cold_file_and_read
         region_reads = [r for r in gets if _range_start(r) == first_filter and _range_length(r) > 3 * 128 * 1024]
         assert len(region_reads) == whole_reads, [r.range for r in gets]
         assert len([r for r in gets if _range_length(r) <= 32]) == 0, [r.range for r in gets]
+
+
+def test_delete_files_are_read_with_their_recorded_size_and_no_head_request(
+    proxied_table, seaweedfs: SeaweedFS
+) -> None:
+    from spark_jobs.engine.deletes.cache import DeleteFileCache
+    from spark_jobs.engine.deletes.equality_deletes import read_equality_delete_keys
+    from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
+    from spark_jobs.engine.planning.scan_tasks import DataFileSlice, EqualityDeleteFile, PositionDeleteFile
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    proxy, sizes, _ = proxied_table
+    io = load_catalog(CATALOG).load_table(TABLE).io
+    data_path = f"s3://{next(iter(sizes))}"
+    other_path = "s3://warehouse/s3requests/files/other.parquet"
+    # Two row groups, each holding positions of both files (file_path as Iceberg writes it, sorted).
+    positions = pa.table(
+        {
+            "file_path": pa.array([data_path, data_path, other_path, data_path, other_path]).cast(pa.string()),
+            "pos": pa.array([3, 7, 1, 11, 2], pa.int64()),
+        }
+    )
+    positions = positions.cast(
+        pa.schema(
+            [
+                pa.field("file_path", pa.string(), False, {b"PARQUET:field_id": b"2147483546"}),
+                pa.field("pos", pa.int64(), False, {b"PARQUET:field_id": b"2147483545"}),
+            ]
+        )
+    )
+    keys = pa.table({"id": pa.array([5, 9], pa.int64())}).cast(
+        pa.schema([pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"})])
+    )
+    written = {}
+    for name, rows, row_group_rows in (("pos-deletes", positions, 3), ("eq-deletes", keys, 2)):
+        sink = pa.BufferOutputStream()
+        pq.write_table(rows, sink, row_group_size=row_group_rows)
+        key = f"warehouse/s3requests/files/{name}.parquet"
+        with seaweedfs.filesystem().open_output_stream(key) as stream:
+            stream.write(sink.getvalue().to_pybytes())
+        written[name] = (f"s3://{key}", sink.getvalue().size)
+    position_file = PositionDeleteFile(*written["pos-deletes"], record_count=5, data_sequence_number=2)
+    data_file = DataFileSlice(data_path, sizes[next(iter(sizes))], ROWS_PER_FILE, 0, position_deletes=(position_file,))
+    proxy.log.reset()
+    deleted = load_deleted_positions(data_file, io=io, cache=DeleteFileCache(1 << 20))
+    assert deleted.positions.tolist() == [3, 7, 11]
+    equality_file = EqualityDeleteFile(
+        *written["eq-deletes"], record_count=2, equality_ids=(1,), data_sequence_number=2
+    )
+    found = read_equality_delete_keys(equality_file, (1,), (pa.int64(),), io=io)
+    assert found.column("1").to_pylist() == [5, 9]
+    requests = [r for r in proxy.log.reset() if "-deletes" in r.path]
+    # Position deletes: the footer, then each row group; equality deletes: the footer, then the key column. No HEAD.
+    assert [r.method for r in requests] == ["GET"] * 5, [(r.method, r.path, r.range) for r in requests]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,7 @@ from pyiceberg.types import IcebergType
 from spark_jobs.engine.deletes.bytes_read import compressed_bytes_of_columns, footer_bytes
 from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
 from spark_jobs.engine.deletes.parquet_field_ids import column_at_path, field_id_paths
+from spark_jobs.engine.parquet.sized_fragment import read_fragment_footer, sized_fragment
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, EqualityDeleteFile
 from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
 from spark_jobs.engine.shared.metrics import ScanMetrics
@@ -477,27 +479,45 @@ def read_equality_delete_keys(
     metrics: ScanMetrics | None = None,
 ) -> pa.Table:
     """The equality columns of a delete file, found by field id and cast to ``arrow_types``; columns named by id."""
-    with io.new_input(delete_file.path).open(seekable=True) as stream:
-        parquet_file = pq.ParquetFile(stream, pre_buffer=True)
-        paths = field_id_paths(parquet_file.schema_arrow)
-        missing = [field_id for field_id in equality_ids if field_id not in paths]
-        if missing:
-            raise CorruptFileError(
-                f"equality delete file {delete_file.path}: no column with field id {missing} "
-                f"(equality_ids {delete_file.equality_ids}); its columns are {parquet_file.schema_arrow.names}"
-            )
-        top_level_names = sorted({paths[field_id][0] for field_id in equality_ids})
-        table = parquet_file.read(columns=top_level_names)
-        if metrics is not None:
+    size = delete_file.file_size_in_bytes
+    fragment = sized_fragment(io, delete_file.path, size)
+    if fragment is not None:  # on an object store: opened with its recorded size, no HEAD request
+        metadata = read_fragment_footer(fragment, delete_file.path, size)[0]
+        table, top_level_names, paths = _equality_columns(delete_file, equality_ids, fragment.physical_schema, fragment)
+    else:
+        with io.new_input(delete_file.path).open(seekable=True) as stream:
+            parquet_file = pq.ParquetFile(stream, pre_buffer=True)
             metadata = parquet_file.metadata
-            metrics.delete_bytes_read += footer_bytes(metadata) + compressed_bytes_of_columns(
-                metadata, range(metadata.num_row_groups), set(top_level_names)
+            table, top_level_names, paths = _equality_columns(
+                delete_file, equality_ids, parquet_file.schema_arrow, parquet_file
             )
+    if metrics is not None:
+        metrics.delete_bytes_read += footer_bytes(metadata) + compressed_bytes_of_columns(
+            metadata, range(metadata.num_row_groups), set(top_level_names)
+        )
     columns = [
         _cast_key_column(delete_file.path, field_id, _plain_column(column_at_path(table, paths[field_id])), arrow_type)
         for field_id, arrow_type in zip(equality_ids, arrow_types, strict=True)
     ]
     return pa.table(columns, names=[str(field_id) for field_id in equality_ids])
+
+
+def _equality_columns(
+    delete_file: EqualityDeleteFile, equality_ids: tuple[int, ...], schema: pa.Schema, source: Any
+) -> tuple[pa.Table, list[str], dict[int, tuple[str, ...]]]:
+    """The top-level columns holding the equality fields, read from ``source`` (a Parquet file or fragment), their
+    names, and each field's path by id."""
+    paths = field_id_paths(schema)
+    missing = [field_id for field_id in equality_ids if field_id not in paths]
+    if missing:
+        raise CorruptFileError(
+            f"equality delete file {delete_file.path}: no column with field id {missing} "
+            f"(equality_ids {delete_file.equality_ids}); its columns are {schema.names}"
+        )
+    top_level_names = sorted({paths[field_id][0] for field_id in equality_ids})
+    if isinstance(source, pq.ParquetFile):
+        return source.read(columns=top_level_names), top_level_names, paths
+    return source.to_table(columns=top_level_names), top_level_names, paths
 
 
 def _plain_column(column: pa.ChunkedArray) -> pa.ChunkedArray:

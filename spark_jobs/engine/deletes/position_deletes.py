@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,7 @@ from spark_jobs.engine.deletes.bytes_read import compressed_bytes_of_columns, fo
 from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
 from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
 from spark_jobs.engine.deletes.parquet_field_ids import field_id_paths
+from spark_jobs.engine.parquet.sized_fragment import read_fragment_footer, sized_fragment
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, DeletionVector, PositionDeleteFile
 from spark_jobs.engine.shared.deleted_positions import (
     NO_DELETED_POSITIONS,
@@ -101,6 +103,9 @@ class _PositionDeleteFooter:
     pos_column: str
     # Per row group: (min, max) of file_path as UTF-8 bytes, or None when the statistics cannot tell.
     file_path_bounds: tuple[tuple[bytes, bytes] | None, ...]
+    # On an object store, the file opened with its recorded size (``sized_fragment``): row groups read through it
+    # cost no HEAD request.
+    fragment: Any = None
 
     def row_groups_that_may_hold(self, data_file_path: str) -> list[int]:
         """Row groups whose file_path range contains ``data_file_path`` (all of those without statistics)."""
@@ -135,16 +140,22 @@ def _load_footer(
     delete_file: PositionDeleteFile, io: FileIO, metrics: ScanMetrics
 ) -> tuple[_PositionDeleteFooter, int]:
     """Read a position delete file's footer and locate its file_path and pos columns by field id."""
-    with io.new_input(delete_file.path).open(seekable=True) as stream:
-        parquet_file = pq.ParquetFile(stream)
-        metadata = parquet_file.metadata
-        arrow_schema = parquet_file.schema_arrow
+    size = delete_file.file_size_in_bytes
+    fragment = sized_fragment(io, delete_file.path, size, dictionary_columns=[_FILE_PATH_NAME])
+    if fragment is not None:
+        metadata = read_fragment_footer(fragment, delete_file.path, size)[0]
+        arrow_schema = fragment.physical_schema
+    else:
+        with io.new_input(delete_file.path).open(seekable=True) as stream:
+            parquet_file = pq.ParquetFile(stream)
+            metadata = parquet_file.metadata
+            arrow_schema = parquet_file.schema_arrow
     paths = field_id_paths(arrow_schema)
     file_path_column = _top_level_column(delete_file.path, paths, arrow_schema, FILE_PATH_FIELD_ID, _FILE_PATH_NAME)
     pos_column = _top_level_column(delete_file.path, paths, arrow_schema, POS_FIELD_ID, _POS_NAME)
     leaf_index = _leaf_index(delete_file.path, metadata, file_path_column)
     bounds = tuple(_file_path_bounds(metadata.row_group(i).column(leaf_index)) for i in range(metadata.num_row_groups))
-    footer = _PositionDeleteFooter(metadata, file_path_column, pos_column, bounds)
+    footer = _PositionDeleteFooter(metadata, file_path_column, pos_column, bounds, fragment)
     metrics.delete_bytes_read += footer_bytes(metadata)
     weight = metadata.serialized_size + sum(len(b[0]) + len(b[1]) for b in bounds if b) + _ENTRY_OVERHEAD_BYTES
     return footer, weight
@@ -188,13 +199,17 @@ def _load_row_group(
     delete_file: PositionDeleteFile, footer: _PositionDeleteFooter, row_group: int, io: FileIO, metrics: ScanMetrics
 ) -> tuple[dict[str, np.ndarray], int]:
     """Read one row group's file_path and pos columns and group the positions by data file path."""
-    with io.new_input(delete_file.path).open(seekable=True) as stream:
-        # file_path is dictionary-encoded in practice: read it as a dictionary and skip materializing the strings;
-        # pre-buffering fetches both column chunks in one coalesced read on object stores.
-        parquet_file = pq.ParquetFile(
-            stream, metadata=footer.metadata, read_dictionary=[footer.file_path_column], pre_buffer=True
-        )
-        table = parquet_file.read_row_group(row_group, columns=[footer.file_path_column, footer.pos_column])
+    columns = [footer.file_path_column, footer.pos_column]
+    if footer.fragment is not None:  # file_path as a dictionary when it has the spec's name (the usual case)
+        table = footer.fragment.subset(row_group_ids=[row_group]).to_table(columns=columns)
+    else:
+        with io.new_input(delete_file.path).open(seekable=True) as stream:
+            # file_path is dictionary-encoded in practice: read it as a dictionary and skip materializing the
+            # strings; pre-buffering fetches both column chunks in one coalesced read on object stores.
+            parquet_file = pq.ParquetFile(
+                stream, metadata=footer.metadata, read_dictionary=[footer.file_path_column], pre_buffer=True
+            )
+            table = parquet_file.read_row_group(row_group, columns=columns)
     metrics.delete_bytes_read += compressed_bytes_of_columns(
         footer.metadata, [row_group], {footer.file_path_column, footer.pos_column}
     )
