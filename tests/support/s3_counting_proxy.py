@@ -117,18 +117,22 @@ class CountingProxy:
                         self.send_header(key, value)
                 if buffered is not None:
                     self.send_header("Content-Length", str(len(buffered)))
+                # Logged before the body is sent: a client that has its whole response finds its request in the log.
+                if buffered is not None:
+                    body_bytes = len(buffered)
+                elif self.command != "HEAD":
+                    body_bytes = int(response.getheader("Content-Length") or 0)
+                else:
+                    body_bytes = 0
+                log.add(Request(self.command, self.path, self.headers.get("Range"), response.status, body_bytes))
                 self.end_headers()
-                sent = 0
                 if buffered is not None:
                     self.wfile.write(buffered)
-                    sent = len(buffered)
                 elif self.command != "HEAD":
                     while chunk := response.read(_CHUNK):
                         self.wfile.write(chunk)
-                        sent += len(chunk)
                 else:
                     response.read()
-                log.add(Request(self.command, self.path, self.headers.get("Range"), response.status, sent))
 
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward  # noqa: N815 - http.server names them so
 
