@@ -9,36 +9,14 @@ import pyarrow as pa
 import pytest
 
 from tests.support.object_store import SeaweedFS, catalog_env
+from tests.support.services import listening_addresses
 
 pytestmark = pytest.mark.s3
 
 
-def _listening_addresses(pid: int) -> set[str]:
-    """The local addresses (``ip:port``) of the TCP sockets process ``pid`` listens on, from /proc."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    addresses = set()
-    for table, width in (("tcp", 8), ("tcp6", 32)):
-        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
-                continue
-            hex_ip, hex_port = fields[1].split(":")
-            assert len(hex_ip) == width
-            ip = ".".join(str(int(hex_ip[i : i + 2], 16)) for i in (6, 4, 2, 0)) if width == 8 else hex_ip
-            addresses.add(f"{ip}:{int(hex_port, 16)}")
-    return addresses
-
-
 def test_it_listens_on_loopback_only_and_keeps_keys_off_its_command_line(seaweedfs: SeaweedFS) -> None:
     pid = seaweedfs.managed.process.pid
-    addresses = _listening_addresses(pid)
+    addresses = listening_addresses(pid)
     assert f"127.0.0.1:{seaweedfs.ports['s3.port']}" in addresses
     assert f"127.0.0.1:{seaweedfs.ports['s3.port.iceberg']}" in addresses
     assert {address.split(":")[0] for address in addresses} == {"127.0.0.1"}, addresses

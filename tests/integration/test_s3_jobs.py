@@ -3,20 +3,25 @@ Spark local and on the standalone master + worker; sources read from and outputs
 
 The Spark that pip installs has no Hadoop S3 connector: these tests prove the jobs need none (sources and outputs
 go through pyarrow on the executors, table files through pyiceberg's FileIO). The story each run tells is in
-tests/support/s3_scenario.py.
+tests/support/s3_scenario.py. A slice of that story also runs through a second REST implementation, Iceberg's own
+REST catalog test fixture (tests/support/iceberg_rest_fixture.py), with its warehouse on the same S3.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.support import s3_scenario
+from tests.support import iceberg_rest_fixture, object_store, s3_scenario
+from tests.support.iceberg_rest_fixture import IcebergRestFixture
 from tests.support.object_store import SeaweedFS
-from tests.support.services import spark_process_env
+from tests.support.services import listening_addresses, spark_process_env
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
 
@@ -27,6 +32,42 @@ def test_every_job_on_local_spark(request, spark, seaweedfs: SeaweedFS, catalog_
     catalog = request.getfixturevalue(catalog_fixture)
     results = s3_scenario.run(catalog, f"local_{catalog}", seaweedfs.filesystem())
     assert set(results) == set(s3_scenario.JOB_STEPS)
+
+
+# The slice of the story Iceberg's REST fixture runs: every ingest mode that writes deletes, reads by snapshot id and
+# by tag (and the other time-travel forms of the reads step), compaction, snapshot expiry.
+REST_FIXTURE_STEPS = ("append", "csv", "upsert", "delete", "reads", "compact", "expire")
+REST_FIXTURE_WAREHOUSE = "s3://warehouse/iceberg-rest-fixture"
+
+
+@pytest.fixture(scope="module")
+def iceberg_rest_fixture_catalog(seaweedfs: SeaweedFS) -> Iterator[tuple[str, IcebergRestFixture]]:
+    """Catalog ``javarest``: Iceberg's REST fixture on 127.0.0.1, its warehouse on SeaweedFS S3 (no auth)."""
+    properties = seaweedfs.s3_properties()
+    with iceberg_rest_fixture.running(REST_FIXTURE_WAREHOUSE, properties) as server:
+        environment = object_store.catalog_env("javarest", {"type": "rest", "uri": server.uri, **properties})
+        os.environ.update(environment)
+        yield "javarest", server
+        for key in environment:
+            os.environ.pop(key, None)
+
+
+def test_a_slice_of_the_jobs_through_iceberg_s_rest_fixture(
+    spark, seaweedfs: SeaweedFS, iceberg_rest_fixture_catalog: tuple[str, IcebergRestFixture]
+) -> None:
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    catalog, server = iceberg_rest_fixture_catalog
+    pid = server.managed.process.pid
+    assert listening_addresses(pid) == {server.uri.removeprefix("http://")}
+    assert seaweedfs.secret_key not in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+    results = s3_scenario.run(catalog, "local_javarest", seaweedfs.filesystem(), REST_FIXTURE_STEPS)
+    jobs = {job for step in REST_FIXTURE_STEPS for job in s3_scenario.jobs_of_step(step)}
+    assert set(results) == jobs, sorted(results)
+    table = load_catalog(catalog).load_table("local_javarest.events")
+    # The table is the fixture's: created under its warehouse, its metadata written there by the Java server.
+    assert table.metadata_location.startswith(f"{REST_FIXTURE_WAREHOUSE}/local_javarest/events/metadata/")
+    assert table.snapshot_by_name("checkpoint") is not None
 
 
 # The standalone cluster runs the same story per catalog, both in one driver process on the cluster.

@@ -51,6 +51,11 @@ _JOBS_OF_STEP = {
 JOB_STEPS = tuple(job for step in ALL_STEPS for job in _JOBS_OF_STEP.get(step, (step,)))
 
 
+def jobs_of_step(step: str) -> tuple[str, ...]:
+    """The names ``run`` returns the results of ``step``'s jobs under."""
+    return _JOBS_OF_STEP.get(step, (step,))
+
+
 def _rows(ids: Iterable[int], tag: str) -> pa.Table:
     ids = list(ids)
     return pa.table(

@@ -325,3 +325,33 @@ def start_spark_standalone(
         cluster.stop()
         raise
     return cluster
+
+
+# ::ffff:0:0/96 as /proc/net/tcp6 prints it (four 32-bit words, each in host byte order).
+_IPV4_MAPPED = "0000000000000000FFFF0000"
+
+
+def listening_addresses(pid: int) -> set[str]:
+    """The local addresses (``ip:port``) of the TCP sockets process ``pid`` listens on, from /proc (an IPv4-mapped
+    IPv6 address, as a JVM listens on 127.0.0.1, as its IPv4 address; other IPv6 addresses in /proc's hex)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    addresses = set()
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            hex_ip, hex_port = fields[1].split(":")
+            assert len(hex_ip) == width
+            if width == 32 and hex_ip.startswith(_IPV4_MAPPED):
+                hex_ip = hex_ip[len(_IPV4_MAPPED) :]
+            ip = ".".join(str(int(hex_ip[i : i + 2], 16)) for i in (6, 4, 2, 0)) if len(hex_ip) == 8 else hex_ip
+            addresses.add(f"{ip}:{int(hex_port, 16)}")
+    return addresses
