@@ -81,6 +81,31 @@ def test_a_write_hands_narrow_rows_over_in_batches_larger_than_sparks_default(sp
         assert rows == 10_000  # 100 KB a row by Spark's estimate: the lower bound
 
 
+def test_rows_handed_over_as_columns_are_written_once_whatever_the_batches(spark, sql_catalog) -> None:
+    import pyspark
+
+    from spark_jobs.spark import write
+
+    spark_version = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
+    assert (write._ARROW_UDF is not None) == (spark_version >= (4, 1))  # the column hand-over where Spark has it
+    sql_catalog.create_namespace("columns")
+    one_column = Schema(NestedField(1, "id", LongType(), required=True))
+    table = sql_catalog.create_table("columns.t", one_column)
+    context = WriteContext.for_table(table)
+    # Five partitions, two of them empty; many batches per task (the session's own batch size is kept).
+    frame = spark.range(0, 9_000, numPartitions=3).union(spark.range(0, 0, numPartitions=2))
+    spark.conf.set(ARROW_BATCH_ROWS_KEY, "1000")
+    try:
+        written = write_dataframe(frame, context)
+    finally:
+        spark.conf.unset(ARROW_BATCH_ROWS_KEY)
+    assert len(written) == 3 and sum(item["record_count"] for item in written) == 9_000
+    ids = sorted(
+        i for item in written for i in pq.read_table(urlparse(item["file_path"]).path).column("id").to_pylist()
+    )
+    assert ids == list(range(9_000))
+
+
 def test_conforming_casts_to_the_tables_types_and_fills_missing_columns(spark) -> None:
     frame = spark.createDataFrame([(1,)], "id int")
     conformed = conform_dataframe(frame, SCHEMA, spark_types_of(SCHEMA))
