@@ -2,10 +2,14 @@
 
 The Airflow side never imports ``spark_jobs`` (the command line is the contract); it only locates the installed
 package with ``importlib.util.find_spec``, which does not run it. The zip is named after a hash of the package's
-sources, built once per content and reused, and its name starts with ``spark_jobs`` so the jobs see that
-spark-submit already ships the engine and do not add it again. It lives in a directory of this user's only
-(``<temp>/airflow-iceberg-provider-<uid>``, mode 0700, checked to be a real directory this user owns before any
-reuse), so no other local user can plant a zip that the job would run with its credentials.
+sources and of the bytecode version, built once per content and reused, and its name starts with ``spark_jobs`` so
+the jobs see that spark-submit already ships the engine and do not add it again. It lives in a directory of this
+user's only (``<temp>/airflow-iceberg-provider-<uid>``, mode 0700, checked to be a real directory this user owns
+before any reuse), so no other local user can plant a zip that the job would run with its credentials.
+
+Each module is stored with its hash-checked bytecode beside it: a Python worker importing from a zip cannot cache
+what it compiles, so without it every worker compiles the engine again. An interpreter of another version ignores
+the bytecode and compiles the source, as Python's zip importer does for any bytecode it cannot use.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import marshal
 import os
 import stat
 import tempfile
@@ -53,7 +58,7 @@ def engine_zip() -> Path:
     """A zip of the ``spark_jobs`` package (its ``.py`` files), built once per content."""
     package_dir = engine_package_dir()
     sources = sorted(path for path in package_dir.rglob("*.py") if "__pycache__" not in path.parts)
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
     for path in sources:
         digest.update(str(path.relative_to(package_dir)).encode())
         digest.update(path.read_bytes())
@@ -64,9 +69,23 @@ def engine_zip() -> Path:
     partial = target.with_suffix(f".{os.getpid()}.partial")
     with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sources:
-            archive.write(path, Path(ENGINE_PACKAGE) / path.relative_to(package_dir))
+            name = Path(ENGINE_PACKAGE) / path.relative_to(package_dir)
+            archive.write(path, name)
+            bytecode = checked_bytecode(path.read_bytes(), name.as_posix())
+            if bytecode is not None:
+                archive.writestr(name.with_suffix(".pyc").as_posix(), bytecode)
     partial.replace(target)
     return target
+
+
+def checked_bytecode(source: bytes, name: str) -> bytes | None:
+    """A ``.pyc`` of ``source`` that checks the source's hash when loaded (PEP 552); None if it cannot compile."""
+    try:
+        code = compile(source, name, "exec", dont_inherit=True)
+    except SyntaxError:
+        return None
+    checked_hash_flags = (0b11).to_bytes(4, "little")
+    return importlib.util.MAGIC_NUMBER + checked_hash_flags + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
 def private_directory() -> Path:

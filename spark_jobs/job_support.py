@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import atexit
 import functools
+import importlib.util
 import json
 import logging
+import marshal
 import os
 import re
 import shutil
@@ -244,8 +246,26 @@ def engine_zip() -> Path:
     target = directory / ENGINE_ZIP_NAME
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(package_dir.rglob("*.py")):
-            archive.write(path, Path("spark_jobs") / path.relative_to(package_dir))
+            name = Path("spark_jobs") / path.relative_to(package_dir)
+            archive.write(path, name)
+            bytecode = checked_bytecode(path.read_bytes(), name.as_posix())
+            if bytecode is not None:
+                archive.writestr(name.with_suffix(".pyc").as_posix(), bytecode)
     return target
+
+
+def checked_bytecode(source: bytes, name: str) -> bytes | None:
+    """A ``.pyc`` of ``source`` that checks the source's hash when loaded (PEP 552); None if it does not compile here.
+
+    Python workers import the engine from the zip, where they cannot cache what they compile: with the bytecode
+    beside each module they skip compiling it (an interpreter of another version ignores it and compiles).
+    """
+    try:
+        code = compile(source, name, "exec", dont_inherit=True)
+    except SyntaxError:
+        return None
+    checked_hash_flags = (0b11).to_bytes(4, "little")
+    return importlib.util.MAGIC_NUMBER + checked_hash_flags + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
 def engine_on_executors(spark: Any) -> None:

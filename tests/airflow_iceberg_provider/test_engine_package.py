@@ -21,12 +21,38 @@ def test_the_zip_holds_the_package_and_is_reused() -> None:
     with zipfile.ZipFile(archive_path) as archive:
         names = set(archive.namelist())
     assert {"spark_jobs/__init__.py", "spark_jobs/read.py", "spark_jobs/job_support.py"} <= names
-    expected = {
+    sources = {
         f"spark_jobs/{path.relative_to(engine_package_dir())}"
         for path in engine_package_dir().rglob("*.py")
         if "__pycache__" not in path.parts
     }
-    assert names == expected
+    assert names == sources | {name + "c" for name in sources}
+
+
+def test_workers_import_the_zip_s_bytecode_and_fall_back_to_a_changed_source(tmp_path) -> None:
+    """A module imports from its bytecode; bytecode whose source hash no longer matches is ignored for the source."""
+    import subprocess
+    import sys
+
+    with zipfile.ZipFile(engine_zip()) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    changed = tmp_path / "changed.zip"
+    with zipfile.ZipFile(changed, "w") as archive:
+        for name, data in members.items():
+            extra = b"\nCHANGED_AFTER_COMPILING = True\n" if name == "spark_jobs/job_contract.py" else b""
+            archive.writestr(name, data + extra)
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import spark_jobs.job_contract as m; "
+        "print(m.__file__.rsplit('/', 1)[-1], getattr(m, 'CHANGED_AFTER_COMPILING', False))"
+    )
+
+    def imported(zip_path) -> str:
+        return subprocess.run(
+            [sys.executable, "-c", probe, str(zip_path)], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    assert imported(engine_zip()) == "job_contract.pyc False"
+    assert imported(changed) == "job_contract.py True"
 
 
 def test_job_scripts_are_found_and_missing_ones_named() -> None:

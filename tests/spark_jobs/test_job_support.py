@@ -47,6 +47,8 @@ def test_engine_zip_holds_the_whole_package() -> None:
         names = set(archive.namelist())
     assert {"spark_jobs/__init__.py", "spark_jobs/read.py", "spark_jobs/engine/read/task_scan.py"} <= names
     assert any(name.startswith("spark_jobs/engine/parquet/") for name in names)
+    sources = {name for name in names if name.endswith(".py")}
+    assert names == sources | {name + "c" for name in sources}  # each module's bytecode beside it
 
 
 @pytest.mark.spark
