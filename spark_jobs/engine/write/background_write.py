@@ -4,6 +4,7 @@
    bounded queue (at most ``_QUEUED`` batches wait: memory stays a few batches).
 2. ``put`` hands a batch over; if the writer has stopped with an error, ``put`` raises it at once.
 3. ``finish`` ends the stream, waits for the thread and returns what the write returned (or raises its error).
+4. A write that returns before the end of the stream is an error (``EngineError``), not batches quietly dropped.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
+
+from spark_jobs.engine.shared.errors import EngineError
 
 _QUEUED = 2
 _POLL_SECONDS = 0.05
@@ -29,6 +32,7 @@ class BackgroundWrite:
         self._thread: threading.Thread | None = None
         self._result: list[dict[str, Any]] = []
         self._error: BaseException | None = None
+        self._stream_ended = False  # the write took the end of the stream
 
     def put(self, batch: pa.RecordBatch) -> None:
         """Hand ``batch`` to the writer (starting it on the first batch); raises the writer's error if it failed."""
@@ -53,7 +57,9 @@ class BackgroundWrite:
             if self._error is not None:
                 raise self._error
             if self._thread is not None and not self._thread.is_alive():
-                return  # the write returned: it takes no more batches
+                if self._error is not None:  # it failed between the check above and this one
+                    raise self._error
+                return  # the write took the end of the stream and returned
             try:
                 self._queue.put(item, timeout=_POLL_SECONDS)
                 return
@@ -63,9 +69,12 @@ class BackgroundWrite:
     def _batches(self) -> Iterator[pa.RecordBatch]:
         while (item := self._queue.get()) is not _END:
             yield item
+        self._stream_ended = True
 
     def _run(self, schema: pa.Schema) -> None:
         try:
             self._result = self._write(self._batches(), schema)
+            if not self._stream_ended:
+                raise EngineError("the background write returned before the end of its batches: rows would be lost")
         except BaseException as error:  # handed to the task's thread, which raises it
             self._error = error

@@ -52,3 +52,17 @@ def test_an_error_of_the_writer_is_raised_in_the_putting_thread() -> None:
         for index in range(1000):  # the writer stops at the third batch; a put or finish raises its error
             background.put(_batch(index * 10, 10))
         background.finish()
+
+
+def test_a_write_that_returns_before_the_end_of_its_batches_is_an_error() -> None:
+    from spark_jobs.engine.shared.errors import EngineError
+
+    def write(batches, schema):
+        next(iter(batches))
+        return [{"rows": "only the first batch"}]
+
+    background = BackgroundWrite(write)
+    with pytest.raises(EngineError, match="before the end of its batches"):
+        for index in range(1000):
+            background.put(_batch(index * 10, 10))
+        background.finish()
