@@ -49,7 +49,8 @@ class SparkJobSubmitHook(SparkSubmitHook):
         self.job_env: dict[str, str] = {}
         self.secrets: set[str] = set()
         self._job_properties_file: str | None = None
-        self._class_archive_partial: Path | None = None
+        # The class-data archive this run's driver JVM writes (partial file) and where it goes on success.
+        self._class_archive_pending: tuple[Path, str] | None = None
         self.on_link: LinkListener | None = None
 
     @classmethod
@@ -61,7 +62,7 @@ class SparkJobSubmitHook(SparkSubmitHook):
         job_hook.job_env = {}
         job_hook.secrets = set()
         job_hook._job_properties_file = None
-        job_hook._class_archive_partial = None
+        job_hook._class_archive_pending = None
         job_hook.on_link = None
         return job_hook
 
@@ -81,9 +82,10 @@ class SparkJobSubmitHook(SparkSubmitHook):
 
     def _build_spark_common_args(self) -> list[str]:
         self._conf = quiet_spark_conf(self._conf, self.runs_driver_locally)
-        self._conf, partial = class_archive_conf(self._conf, self.runs_driver_locally, self.class_data_archive())
-        if partial is not None:
-            self._class_archive_partial = partial
+        archive = self.class_data_archive()
+        self._conf, partial = class_archive_conf(self._conf, self.runs_driver_locally, archive)
+        if partial is not None and archive is not None:
+            self._class_archive_pending = (partial, archive)
         if not self.job_env:
             return super()._build_spark_common_args()
         if self.runs_driver_locally:
@@ -124,10 +126,9 @@ class SparkJobSubmitHook(SparkSubmitHook):
             self._publish_class_archive(succeeded)
 
     def _publish_class_archive(self, succeeded: bool) -> None:
-        partial, self._class_archive_partial = self._class_archive_partial, None
-        archive = self.class_data_archive()
-        if partial is not None and archive is not None:
-            publish_class_archive(partial, archive, succeeded)
+        pending, self._class_archive_pending = self._class_archive_pending, None
+        if pending is not None:
+            publish_class_archive(*pending, succeeded)
 
     def _remove_job_properties_file(self) -> None:
         if self._job_properties_file is not None:

@@ -77,8 +77,8 @@ def test_the_hook_takes_the_archive_from_the_spark_connection_s_extra(archive_co
     assert hook._build_spark_submit_command("read.py") == command  # building the command again adds nothing
     options = next(part for part in command if part.startswith(DRIVER_JAVA_OPTIONS_CONF))
     assert "-Dlog4j2.configurationFile=" in options and "-XX:ArchiveClassesAtExit=" in options
-    partial = hook._class_archive_partial
-    assert partial is not None
+    assert hook._class_archive_pending is not None
+    partial = hook._class_archive_pending[0]
     partial.write_bytes(b"dumped")
     hook._publish_class_archive(succeeded=True)
     assert archive_connection.read_bytes() == b"dumped"
