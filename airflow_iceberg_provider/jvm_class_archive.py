@@ -15,7 +15,8 @@ write (the JVM maps what it finds there): ``{"class-data-archive": "/var/cache/a
    seconds longer, once) to a private name beside it, with the JVM's archive messages below error level off so that
    the job's result stays the last line of its output. When the job succeeds the file is renamed into place (atomic:
    concurrent first runs each write their own, and the last rename wins); otherwise it is deleted.
-4. The options are appended to the submission's ``spark.driver.extraJavaOptions``.
+4. The options are appended to the submission's ``spark.driver.extraJavaOptions``, an option whose path holds
+   whitespace, quotes or backslashes in double quotes with those escaped (Spark splits the value as a shell would).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def class_archive_conf(
         return result, None
     target = Path(archive).expanduser()
     if target.is_file():
-        result[DRIVER_JAVA_OPTIONS_CONF] = f"{options} -XX:SharedArchiveFile={target}".strip()
+        result[DRIVER_JAVA_OPTIONS_CONF] = f"{options} {_java_option('-XX:SharedArchiveFile', target)}".strip()
         return result, None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -53,9 +54,18 @@ def class_archive_conf(
         log.warning("class-data archive %s cannot be written (%s); the job runs without one", target, error)
         return result, None
     partial = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.partial")
-    result[DRIVER_JAVA_OPTIONS_CONF] = f"{options} -XX:ArchiveClassesAtExit={partial} {_QUIET_DUMP}".strip()
+    dump = _java_option("-XX:ArchiveClassesAtExit", partial)
+    result[DRIVER_JAVA_OPTIONS_CONF] = f"{options} {dump} {_QUIET_DUMP}".strip()
     log.info("the driver JVM writes a class-data archive for later runs as it exits: %s", target)
     return result, partial
+
+
+def _java_option(name: str, path: Path) -> str:
+    """``name=path`` as one word of ``spark.driver.extraJavaOptions``, quoted when the path would split it (step 4)."""
+    option = f"{name}={path}"
+    if not any(character.isspace() or character in "\"'\\" for character in option):
+        return option
+    return '"' + option.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def publish_class_archive(partial: Path, archive: str, succeeded: bool) -> None:

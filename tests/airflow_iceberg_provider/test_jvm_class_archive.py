@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,21 @@ def test_a_missing_archive_is_written_beside_it_and_renamed_into_place_only_afte
     assert archive.read_bytes() == b"dumped"
 
 
+def test_an_archive_path_that_would_split_the_options_is_quoted_as_one_word(tmp_path) -> None:
+    folder = tmp_path / "spark cache" / 'it\'s \\ "here"'
+    conf, partial = class_archive_conf(USER_OPTIONS, True, str(folder / "driver.jsa"))
+    assert partial is not None
+    words = shlex.split(conf[DRIVER_JAVA_OPTIONS_CONF])  # Spark's launcher splits the value with the same rules
+    assert words[:2] == ["-Duser.timezone=UTC", f"-XX:ArchiveClassesAtExit={partial}"]
+
+    (folder / "driver.jsa").write_bytes(b"archive")
+    conf, _ = class_archive_conf(USER_OPTIONS, True, str(folder / "driver.jsa"))
+    assert shlex.split(conf[DRIVER_JAVA_OPTIONS_CONF]) == [
+        "-Duser.timezone=UTC",
+        f"-XX:SharedArchiveFile={folder / 'driver.jsa'}",
+    ]
+
+
 @pytest.fixture
 def archive_connection(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     archive = tmp_path / "driver.jsa"
@@ -100,7 +116,7 @@ def test_a_real_driver_jvm_writes_the_archive_once_and_maps_it_after(monkeypatch
     from tests.support.airflow_env import path_with_spark_submit
 
     monkeypatch.setenv("PATH", path_with_spark_submit())
-    archive = tmp_path / "cache" / "driver.jsa"
+    archive = tmp_path / "class cache" / "driver.jsa"  # a space: the options must keep the path one word
     connection = {"conn_type": "spark", "host": "local[1]", "extra": {"class-data-archive": str(archive)}}
     monkeypatch.setenv("AIRFLOW_CONN_SPARK_ARCHIVED", json.dumps(connection))
     app = tmp_path / "app.py"
