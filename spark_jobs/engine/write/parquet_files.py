@@ -1,7 +1,8 @@
 """Write Arrow rows of one partition to Parquet files rolled at the target size, and describe each file.
 
 1. Writer options from the table properties: codec (default zstd) and level, row group and page limits, the page
-   index on, bloom filters for every column with ``write.parquet.bloom-filter-enabled.column.<name>=true``.
+   index on, bloom filters for every column with ``write.parquet.bloom-filter-enabled.column.<name>=true``;
+   dictionaries only on the columns where they pay, judged from the file's first rows (``dictionary_columns``).
 2. Rows go in chunks (about one row group each, sized from the in-memory row width); after each chunk the bytes
    written so far are checked and the file is closed once it reaches ``write.target-file-size-bytes``.
    ``RollingParquetWriter`` takes the rows as they come (batch by batch) and holds at most one chunk;
@@ -29,6 +30,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties
 
 from spark_jobs.engine.table.properties import int_property
+from spark_jobs.engine.write.dictionary_columns import dictionary_columns
 from spark_jobs.engine.write.file_entries import describe_file
 
 BLOOM_FILTER_PREFIX = "write.parquet.bloom-filter-enabled.column."
@@ -202,7 +204,10 @@ def _row_bytes(data: pa.Table) -> int:
 
 
 def _writer_options(target: FileTarget, data: pa.Table, bloom_ndv: int) -> dict[str, Any]:
-    """pyarrow ParquetWriter options from the table properties (codec, level, pages, page index, bloom filters)."""
+    """pyarrow ParquetWriter options: codec, level, pages, page index, bloom filters (table properties), dictionaries.
+
+    ``data`` holds the file's first rows: the columns worth a dictionary are judged from them.
+    """
     properties = target.properties
     codec = properties.get(TableProperties.PARQUET_COMPRESSION, DEFAULT_CODEC)
     if codec == "uncompressed":
@@ -218,6 +223,7 @@ def _writer_options(target: FileTarget, data: pa.Table, bloom_ndv: int) -> dict[
         ),
         "write_page_index": True,
         "store_decimal_as_integer": True,
+        "use_dictionary": dictionary_columns(data),
     }
     bloom_columns = {
         key.removeprefix(BLOOM_FILTER_PREFIX): {"ndv": max(1, bloom_ndv), "fpp": 0.01}

@@ -68,6 +68,19 @@ def test_files_roll_at_the_target_size_and_carry_ids_metrics_page_index_and_bloo
     assert all(item["file_size_in_bytes"] < 20000 * 3 for item in written)
 
 
+def test_a_dictionary_encodes_only_the_columns_it_makes_smaller(sql_catalog) -> None:
+    table = _table(sql_catalog, {})
+    count = 50_000
+    rows = pa.table({"id": pa.array(range(count), pa.int64()), "name": [f"name-{i % 7}" for i in range(count)]})
+    (written,) = write_data(rows, WriteContext.for_table(table), "t0")
+    parquet = pq.ParquetFile(_local(written["file_path"]))
+    id_chunk, name_chunk = (parquet.metadata.row_group(0).column(index) for index in range(2))
+    assert id_chunk.dictionary_page_offset is None and "RLE_DICTIONARY" not in id_chunk.encodings
+    assert name_chunk.dictionary_page_offset is not None and "RLE_DICTIONARY" in name_chunk.encodings
+    assert parquet.read().equals(rows.cast(parquet.schema_arrow))
+    assert written["lower_bounds"][1] and written["upper_bounds"][2]
+
+
 def test_rows_are_split_by_partition_and_sorted_by_the_sort_order(sql_catalog) -> None:
     spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="name"))
     order = SortOrder(SortField(source_id=1, transform=IdentityTransform(), direction=SortDirection.DESC))
