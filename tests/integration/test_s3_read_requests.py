@@ -133,12 +133,10 @@ def test_a_warm_point_lookup_opens_only_the_file_it_decodes(proxied_table) -> No
     assert result.column("id").to_pylist() == [point_id]
     requests = [r for r in proxy.log.reset() if "/files/" in r.path]
     # Footers and bloom filters are in memory: the files the filters rule out are not even opened; the one holding
-    # the id is opened (one HEAD) and its surviving row group's `id` and `price` chunks read in one round trip (two
-    # ranges: `k` lies between them).
+    # the id is read with its recorded size (no HEAD): its surviving row group's `id` chunk, then `price`.
     described = [(r.method, _key(r), r.range) for r in requests]
     assert len({_key(r) for r in requests}) == 1, described
-    assert [r.method for r in requests].count("HEAD") <= 1, described
-    assert len([r for r in requests if r.method == "GET"]) <= 2, described
+    assert [r.method for r in requests] == ["GET"] * 2, described
 
 
 def test_a_recorded_size_that_disagrees_with_the_object_fails_loudly(proxied_table) -> None:
@@ -163,23 +161,26 @@ def test_a_recorded_size_that_disagrees_with_the_object_fails_loudly(proxied_tab
         source = DataFileInput(io, f"s3://{key}", wrong, cache=FooterCache())
         with source, pytest.raises(CorruptFileError, match=f"{key}.*{wrong} bytes"):
             source.footer(reads_index=False)
+        # A filtered read reads the footer with ranged GETs of its own: the error names both sizes.
+        source = DataFileInput(io, f"s3://{key}", wrong, cache=FooterCache())
+        with source, pytest.raises(CorruptFileError, match=f"{key}: .* {wrong} bytes .* {size} bytes"):
+            source.footer(reads_index=True)
 
 
-def test_a_point_lookup_costs_at_most_three_requests_per_file_and_a_few_percent_of_the_bytes(proxied_table) -> None:
+def test_a_point_lookup_costs_at_most_two_requests_per_file_and_a_few_percent_of_the_bytes(proxied_table) -> None:
     proxy, sizes, point_id = proxied_table
     _, full_requests = _cold_read(proxy, None)
     result, requests = _cold_read(proxy, f"id = {point_id}")
     assert result.column("id").to_pylist() == [point_id]
     point, scan = summarize(requests), summarize(full_requests)
-    # Per file: its size (HEAD), the footer with what precedes it in one GET, the other index ranges in at most one
-    # more; the file holding the id adds its surviving row group's column chunks, read together (pyarrow coalesces
-    # chunks less than 8 KiB apart; here `k` lies between `id` and `price`, so two ranges in one round trip).
-    assert point["requests"] <= 3 * len(sizes) + 2, requests
+    # Per file: the footer with what precedes it in one GET (the recorded size makes a HEAD needless), the other
+    # index ranges in at most one more; the file holding the id adds its surviving row group's `id` chunk, then
+    # its `price` chunk (late materialization).
+    assert point["requests"] <= 2 * len(sizes) + 2, requests
     data_reads = [r for r in requests if r.method == "GET" and not r.range.endswith(f"-{sizes[_key(r)] - 1}")]
-    assert len(data_reads) <= 2, data_reads
+    assert len(data_reads) <= 2 + len(sizes), data_reads
     assert point["bytes"] <= 0.25 * scan["bytes"], (point, scan)
-    for key in sizes:
-        assert len([r for r in requests if r.path.endswith(key) and r.method == "HEAD"]) <= 1
+    assert [r for r in requests if r.method == "HEAD"] == [], requests
 
 
 def test_a_throttled_request_is_retried(proxied_table) -> None:
@@ -295,3 +296,32 @@ def test_delete_files_are_read_with_their_recorded_size_and_no_head_request(
     requests = [r for r in proxy.log.reset() if "-deletes" in r.path]
     # Position deletes: the footer, then each row group; equality deletes: the footer, then the key column. No HEAD.
     assert [r.method for r in requests] == ["GET"] * 5, [(r.method, r.path, r.range) for r in requests]
+
+
+def test_a_deletion_vector_is_one_ranged_get_without_head(proxied_table, seaweedfs: SeaweedFS) -> None:
+    from dataclasses import replace
+
+    from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
+    from spark_jobs.engine.planning.scan_tasks import DeletionVector
+    from spark_jobs.engine.shared.errors import CorruptFileError
+    from spark_jobs.engine.table.catalog import load_catalog
+    from spark_jobs.engine.write.deletion_vector_files import puffin_file_bytes, serialize_blob
+
+    proxy, sizes, _ = proxied_table
+    io = load_catalog(CATALOG).load_table(TABLE).io
+    wanted = np.array([4, 8, 15, 16, 23, 42, 1 << 33], dtype=np.int64)
+    other, _ = serialize_blob(np.array([1, 2], dtype=np.int64))
+    blob, cardinality = serialize_blob(wanted)
+    content, ranges = puffin_file_bytes([(other, {}), (blob, {})])
+    key = "warehouse/s3requests/files/dv.puffin"
+    with seaweedfs.filesystem().open_output_stream(key) as stream:
+        stream.write(content)
+    (offset, length) = ranges[1]
+    dv = DeletionVector(f"s3://{key}", offset, length, cardinality, f"s3://{next(iter(sizes))}", 3)
+    proxy.log.reset()
+    assert read_deletion_vector(dv, io=io).tolist() == wanted.tolist()
+    requests = [r for r in proxy.log.reset() if r.path.endswith(key)]
+    assert [(r.method, r.range) for r in requests] == [("GET", f"bytes={offset}-{offset + length - 1}")]
+    # A blob recorded past the object's end: a clear error (the object's size is asked only then).
+    with pytest.raises(CorruptFileError, match="the file ends"):
+        read_deletion_vector(replace(dv, content_offset=len(content) - 10), io=io)

@@ -22,6 +22,7 @@ from pyroaring import BitMap64
 
 from spark_jobs.engine.planning.scan_tasks import DeletionVector
 from spark_jobs.engine.shared.errors import CorruptFileError
+from spark_jobs.engine.shared.object_ranges import read_object_range
 
 DELETION_VECTOR_MAGIC = b"\xd1\xd3\x39\x64"
 _LENGTH_SIZE = 4
@@ -89,6 +90,12 @@ def _read_blob_bytes(dv: DeletionVector, io: FileIO) -> bytes:
             f"deletion vector in {dv.path} for data file {dv.referenced_data_file}: content_offset "
             f"{dv.content_offset} and content_size_in_bytes {dv.content_size_in_bytes} must be >= 0"
         )
+    try:
+        blob = read_object_range(io, dv.path, dv.content_offset, dv.content_size_in_bytes)
+    except CorruptFileError as error:
+        raise CorruptFileError(f"deletion vector for data file {dv.referenced_data_file}: {error}") from error
+    if blob is not None:
+        return blob  # one ranged GET, no HEAD (S3 through obstore)
     chunks: list[bytes] = []
     remaining = dv.content_size_in_bytes
     with io.new_input(dv.path).open(seekable=True) as stream:

@@ -8,9 +8,14 @@ recorded it. So:
    through a fragment opened with the recorded size (``sized_fragment``: no HEAD); the fragment is kept with the
    cached footer. A read with a row filter reads the footer itself through a stream, keeping the file's tail,
    where bloom filters and page indexes usually are (``footer_cache``).
-3. The stream is opened on first use only (index reads, or decoding without a fragment).
+3. The stream is opened on first use only (index reads, or decoding without a fragment). On S3, when obstore can
+   honour the FileIO's settings, it is a ``SizedObjectFile`` (``shared/object_ranges``): ranged GETs with the recorded
+   size, no HEAD; otherwise the FileIO opens the file by path. A footer that is not where the recorded size puts it
+   fails with ``CorruptFileError`` naming both sizes.
 4. Row groups decode through the footer's fragment when no stream was opened, else through ``pq.ParquetFile`` on
-   the stream (with the cached metadata, so the footer is never parsed twice).
+   the stream (with the cached metadata, so the footer is never parsed twice). A ``SizedObjectFile`` gives each
+   reader a handle of its own (opening one costs no request), read without pre-buffering: Arrow then reads each
+   column chunk within the call, so no Arrow thread touches the Python file after it returns.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from pyiceberg.io import FileIO, InputStream
 
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE, FooterCache, ParquetFooter, cached_footer, open_input
 from spark_jobs.engine.parquet.sized_fragment import FragmentRowGroups, read_fragment_footer, sized_fragment
+from spark_jobs.engine.shared.errors import CorruptFileError
+from spark_jobs.engine.shared.object_ranges import SizedObjectFile
 
 
 class DataFileInput:
@@ -42,7 +49,13 @@ class DataFileInput:
             return footer, True, 0
         fragment = None if reads_index else sized_fragment(self.io, self.path, self.size)
         if fragment is None:
-            return cached_footer(self.stream, self.path, self.size, cache=self.cache)
+            stream = self.stream
+            try:
+                return cached_footer(stream, self.path, self.size, cache=self.cache)
+            except CorruptFileError:
+                if isinstance(stream, SizedObjectFile):
+                    stream.check_recorded_size()  # names both sizes when they differ
+                raise
         metadata, footer_bytes, bytes_read = read_fragment_footer(fragment, self.path, self.size)
         footer = ParquetFooter(self.path, self.size, metadata, footer_bytes, tail=(self.size, b""), fragment=fragment)
         self.cache.put(footer)
@@ -52,20 +65,23 @@ class DataFileInput:
     def stream(self) -> InputStream:
         """The file opened for random access through the table's FileIO (on first use)."""
         if self._stream is None:
-            self._stream = open_input(self.io, self.path)
+            self._stream = SizedObjectFile.open(self.io, self.path, self.size) or open_input(self.io, self.path)
         return self._stream
 
     def decodes_on_arrow_threads(self, footer: ParquetFooter) -> bool:
         """Whether row groups may decode on Arrow's threads and several at once (an Arrow-native file or fragment)."""
         if self._stream is None and footer.fragment is not None:
             return True
-        return isinstance(self.stream, pa.NativeFile)
+        return isinstance(self.stream, (pa.NativeFile, SizedObjectFile))
 
     def row_groups(self, footer: ParquetFooter, *, pre_buffer: bool) -> pq.ParquetFile | FragmentRowGroups:
         """A reader of this file's row groups: through the footer's fragment unless a stream is open already."""
         if self._stream is None and footer.fragment is not None:
             return FragmentRowGroups(footer.fragment, footer.metadata)
-        return pq.ParquetFile(self.stream, metadata=footer.metadata, pre_buffer=pre_buffer)
+        stream = self.stream
+        if isinstance(stream, SizedObjectFile):
+            return pq.ParquetFile(pa.PythonFile(stream.reopened(), mode="r"), metadata=footer.metadata)
+        return pq.ParquetFile(stream, metadata=footer.metadata, pre_buffer=pre_buffer)
 
     def close(self) -> None:
         """Close the stream, when one was opened."""
