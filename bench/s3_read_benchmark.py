@@ -119,8 +119,10 @@ def readers(metadata_location: str, proxy_url: str, properties: dict[str, str]) 
         from spark_jobs.engine.deletes.cache import delete_file_cache
         from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
         from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
+        from spark_jobs.engine.shared.object_ranges import clear_stores
         from spark_jobs.engine.table.manifest_cache import manifest_cache
 
+        clear_stores()  # no open connections either, as a new process
         FOOTER_CACHE.clear()
         delete_file_cache().clear()
         manifest_cache().clear()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -45,7 +46,9 @@ _UNSUPPORTED = (
     "s3.signer.endpoint",
     "s3.resolve-region",
 )
-_STORES: dict[tuple[Any, ...], Any] = {}
+# Stores by bucket and settings, least recently used first: few per process, but rotated session tokens make new ones.
+_STORES: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_STORES_MAX = 32
 _STORES_LOCK = threading.Lock()
 
 
@@ -139,7 +142,17 @@ def object_store_for(io: Any, path: str) -> tuple[Any, str] | None:
                 retry_config=_retry_config(),
             )
             _STORES[cache_key] = store
+            while len(_STORES) > _STORES_MAX:
+                _STORES.popitem(last=False)
+        else:
+            _STORES.move_to_end(cache_key)
     return store, parsed.path.lstrip("/")
+
+
+def clear_stores() -> None:
+    """Forget every store (and its connections): tests, and a cold benchmark run."""
+    with _STORES_LOCK:
+        _STORES.clear()
 
 
 def _storage_error(error: Exception, path: str, endpoint: str | None) -> Exception:
@@ -295,4 +308,4 @@ class SizedObjectFile:
         self.close()
 
 
-__all__ = ["SizedObjectFile", "object_store_for", "read_object_range", "store_settings"]
+__all__ = ["SizedObjectFile", "clear_stores", "object_store_for", "read_object_range", "store_settings"]
