@@ -9,8 +9,9 @@ Deciding up front, as parquet-mr decides after its first page, saves that work o
 2. Each top-level column of a primitive type (not boolean) is measured over the sample: plain size (values, with
    4 length bytes each for strings and binary) against dictionary size (the distinct values' plain size plus one
    index of ``ceil(log2(distinct))`` bits per value).
-3. The column keeps its dictionary when the dictionary is smaller and fits ``DICTIONARY_PAGE_LIMIT``; nested
-   columns keep theirs on every leaf (Arrow's default, unchanged). The result lists Parquet leaf paths.
+3. The column keeps its dictionary when the dictionary is smaller and fits the dictionary page limit (the table's
+   ``write.parquet.dict-size-bytes``, past which the writer falls back to plain pages anyway); nested columns keep
+   theirs on every leaf (Arrow's default, unchanged). The result lists Parquet leaf paths.
 """
 
 from __future__ import annotations
@@ -21,24 +22,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 SAMPLE_ROWS = 65_536
-# Arrow's dictionary page limit (``dictionary_pagesize_limit``), past which it falls back to plain pages anyway.
-DICTIONARY_PAGE_LIMIT = 1 << 20
 _LENGTH_BYTES = 4  # the length prefix of each plain-encoded binary value
 
 
-def dictionary_columns(data: pa.Table) -> list[str]:
-    """The Parquet leaf paths of ``data``'s columns worth a dictionary (module doc), for ``use_dictionary``."""
+def dictionary_columns(data: pa.Table, page_limit: int) -> list[str]:
+    """The Parquet leaf paths of ``data``'s columns worth a dictionary of at most ``page_limit`` bytes (module doc).
+
+    The result is pyarrow's ``use_dictionary``; ``page_limit`` its ``dictionary_pagesize_limit``.
+    """
     sample = data.slice(0, SAMPLE_ROWS)
     chosen: list[str] = []
     for field in data.schema:
         if pa.types.is_nested(field.type):
             chosen.extend(_leaf_paths(field.name, field.type))
-        elif _dictionary_pays(sample.column(field.name), field.type):
+        elif _dictionary_pays(sample.column(field.name), field.type, page_limit):
             chosen.append(field.name)
     return chosen
 
 
-def _dictionary_pays(column: pa.ChunkedArray, data_type: pa.DataType) -> bool:
+def _dictionary_pays(column: pa.ChunkedArray, data_type: pa.DataType, page_limit: int) -> bool:
     """Whether a dictionary of ``column``'s values is smaller than the values plain, and within the page limit."""
     if pa.types.is_boolean(data_type) or pa.types.is_null(data_type):
         return False
@@ -55,7 +57,7 @@ def _dictionary_pays(column: pa.ChunkedArray, data_type: pa.DataType) -> bool:
         plain = width * count
         dictionary = width * len(distinct)
     indices = count * max(1, math.ceil(math.log2(max(2, len(distinct))))) / 8
-    return dictionary <= DICTIONARY_PAGE_LIMIT and dictionary + indices < plain
+    return dictionary <= page_limit and dictionary + indices < plain
 
 
 def _plain_width(data_type: pa.DataType) -> int | None:

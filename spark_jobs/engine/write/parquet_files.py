@@ -2,7 +2,8 @@
 
 1. Writer options from the table properties: codec (default zstd) and level, row group and page limits, the page
    index on, bloom filters for every column with ``write.parquet.bloom-filter-enabled.column.<name>=true``;
-   dictionaries only on the columns where they pay, judged from the file's first rows (``dictionary_columns``).
+   dictionaries of at most ``write.parquet.dict-size-bytes`` (2 MiB unless set, as Iceberg Java writes), only on
+   the columns where they pay, judged from the file's first rows (``dictionary_columns``).
 2. Rows go in chunks (about one row group each, sized from the in-memory row width); after each chunk the bytes
    written so far are checked and the file is closed once it reaches ``write.target-file-size-bytes``.
    ``RollingParquetWriter`` takes the rows as they come (batch by batch) and holds at most one chunk;
@@ -212,6 +213,12 @@ def _writer_options(target: FileTarget, data: pa.Table, bloom_ndv: int) -> dict[
     codec = properties.get(TableProperties.PARQUET_COMPRESSION, DEFAULT_CODEC)
     if codec == "uncompressed":
         codec = "none"
+    dictionary_limit = int_property(
+        properties,
+        TableProperties.PARQUET_DICT_SIZE_BYTES,
+        TableProperties.PARQUET_DICT_SIZE_BYTES_DEFAULT,
+        expected=_BYTES,
+    )
     options: dict[str, Any] = {
         "compression": codec,
         "compression_level": int_property(properties, TableProperties.PARQUET_COMPRESSION_LEVEL, None),
@@ -223,7 +230,8 @@ def _writer_options(target: FileTarget, data: pa.Table, bloom_ndv: int) -> dict[
         ),
         "write_page_index": True,
         "store_decimal_as_integer": True,
-        "use_dictionary": dictionary_columns(data),
+        "dictionary_pagesize_limit": dictionary_limit,
+        "use_dictionary": dictionary_columns(data, dictionary_limit),
     }
     bloom_columns = {
         key.removeprefix(BLOOM_FILTER_PREFIX): {"ndv": max(1, bloom_ndv), "fpp": 0.01}

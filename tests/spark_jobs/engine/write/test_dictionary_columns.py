@@ -10,6 +10,8 @@ import pyarrow.parquet as pq
 
 from spark_jobs.engine.write.dictionary_columns import SAMPLE_ROWS, dictionary_columns
 
+LIMIT = 2 << 20
+
 
 def _leaf_paths(table: pa.Table) -> list[str]:
     """The leaf column paths of ``table`` written as Parquet by Arrow."""
@@ -33,20 +35,21 @@ def test_repeated_values_keep_a_dictionary_and_distinct_values_do_not() -> None:
             "empty": pa.nulls(count, pa.string()),
         }
     )
-    assert dictionary_columns(rows) == ["cat", "qty", "amount", "empty"]
+    assert dictionary_columns(rows, LIMIT) == ["cat", "qty", "amount", "empty"]
 
 
 def test_a_dictionary_larger_than_the_page_limit_is_not_chosen() -> None:
-    # Each value repeats 4 times (a dictionary would be smaller) but the distinct values pass 1 MiB.
+    # Each value repeats 4 times (a dictionary would be smaller); the distinct values take 16,384 x 210 bytes.
     rows = pa.table({"text": [f"{i // 4:06d}" + "x" * 200 for i in range(SAMPLE_ROWS)]})
-    assert dictionary_columns(rows) == []
+    assert dictionary_columns(rows, 4 << 20) == ["text"]
+    assert dictionary_columns(rows, 3 << 20) == []
 
 
 def test_only_the_first_rows_are_judged() -> None:
     repeated = [7] * SAMPLE_ROWS
     rows = pa.table({"n": pa.array(repeated + list(range(SAMPLE_ROWS)), pa.int64())})
-    assert dictionary_columns(rows) == ["n"]
-    assert dictionary_columns(rows.slice(SAMPLE_ROWS)) == []
+    assert dictionary_columns(rows, LIMIT) == ["n"]
+    assert dictionary_columns(rows.slice(SAMPLE_ROWS), LIMIT) == []
 
 
 def test_nested_columns_keep_a_dictionary_on_every_parquet_leaf() -> None:
@@ -60,5 +63,5 @@ def test_nested_columns_keep_a_dictionary_on_every_parquet_leaf() -> None:
         }
     )
     leaves = _leaf_paths(rows)
-    assert dictionary_columns(rows) == [path for path in leaves if path != "f"]
+    assert dictionary_columns(rows, LIMIT) == [path for path in leaves if path != "f"]
     assert "m.key_value.value" in leaves and "ls.list.element.x.list.element" in leaves

@@ -81,6 +81,16 @@ def test_a_dictionary_encodes_only_the_columns_it_makes_smaller(sql_catalog) -> 
     assert written["lower_bounds"][1] and written["upper_bounds"][2]
 
 
+def test_the_dictionary_page_limit_is_the_tables(sql_catalog) -> None:
+    # 2,000 distinct names of ~10 bytes: a dictionary pays, but not within a 4 KiB page.
+    table = _table(sql_catalog, {"write.parquet.dict-size-bytes": "4096"})
+    rows = pa.table({"id": pa.array([7] * 20_000, pa.int64()), "name": [f"name-{i % 2000}" for i in range(20_000)]})
+    (written,) = write_data(rows, WriteContext.for_table(table), "t0")
+    chunks = pq.ParquetFile(_local(written["file_path"])).metadata.row_group(0)
+    assert chunks.column(0).dictionary_page_offset is not None
+    assert chunks.column(1).dictionary_page_offset is None
+
+
 def test_rows_are_split_by_partition_and_sorted_by_the_sort_order(sql_catalog) -> None:
     spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="name"))
     order = SortOrder(SortField(source_id=1, transform=IdentityTransform(), direction=SortDirection.DESC))
