@@ -5,6 +5,8 @@
 - ``equality_deletes``: ``load_equality_deletes`` gives one ``EqualityDeleteSet`` (a ``RowPredicate``) per set of
   equality field ids; late materialization asks it for a keep mask (and keeps the answer per row group, keyed by
   its ``cache_identity``: ``parquet.rejected_rows_cache``).
+- ``pending_equality_deletes``: the same sets loading on helper threads while the data file decodes; the first keep
+  mask waits for them.
 - ``cache``: the process-wide bounded cache, so a delete file shared by many data files is read once.
 - ``parquet_field_ids``: delete file columns found by Iceberg field id.
 """

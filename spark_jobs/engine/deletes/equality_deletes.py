@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -111,7 +111,7 @@ class EqualityDeleteSet:
         """
         if not self.source_paths:
             return None
-        return (PredicateKind.EQUALITY_DELETE, self.equality_ids, self.source_paths, self._key_type_names)
+        return _set_identity(self.equality_ids, self.source_paths, self._key_type_names)
 
     @property
     def nbytes(self) -> int:
@@ -397,15 +397,43 @@ def load_equality_deletes(
     """
     cache = cache if cache is not None else delete_file_cache()
     metrics = metrics if metrics is not None else ScanMetrics()
+    return [
+        cached_delete_set(group, io, cache, metrics=metrics) for group in equality_delete_groups(data_file, field_types)
+    ]
+
+
+class EqualityDeleteGroup(NamedTuple):
+    """The equality delete files of a data file that share one set of equality field ids, and the compared types."""
+
+    equality_ids: tuple[int, ...]
+    files: list[EqualityDeleteFile]
+    arrow_types: tuple[pa.DataType, ...]
+
+    @property
+    def cache_identity(self) -> tuple[object, ...]:
+        """The ``cache_identity`` of the set these files make (known before any of them is read)."""
+        paths = tuple(sorted({delete_file.path for delete_file in self.files}))
+        return _set_identity(self.equality_ids, paths, tuple(str(arrow_type) for arrow_type in self.arrow_types))
+
+
+def equality_delete_groups(
+    data_file: DataFileSlice, field_types: Mapping[int, IcebergType]
+) -> list[EqualityDeleteGroup]:
+    """The data file's equality delete files grouped by their set of equality field ids, with the compared types."""
     files_by_ids: dict[tuple[int, ...], list[EqualityDeleteFile]] = {}
     for delete_file in data_file.equality_deletes:
         files_by_ids.setdefault(tuple(sorted(set(delete_file.equality_ids))), []).append(delete_file)
     return [
-        _cached_delete_set(
-            equality_ids, files, io, _arrow_types(equality_ids, field_types, files), cache, metrics=metrics
-        )
+        EqualityDeleteGroup(equality_ids, files, _arrow_types(equality_ids, field_types, files))
         for equality_ids, files in files_by_ids.items()
     ]
+
+
+def _set_identity(
+    equality_ids: tuple[int, ...], source_paths: tuple[str, ...], key_type_names: tuple[str, ...]
+) -> tuple[object, ...]:
+    """What decides the rows a set rejects in an immutable data file: its field ids, files and compared types."""
+    return (PredicateKind.EQUALITY_DELETE, equality_ids, source_paths, key_type_names)
 
 
 def _arrow_types(
@@ -426,16 +454,11 @@ def _storage_type(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type.storage_type if isinstance(arrow_type, pa.BaseExtensionType) else arrow_type
 
 
-def _cached_delete_set(
-    equality_ids: tuple[int, ...],
-    files: list[EqualityDeleteFile],
-    io: FileIO,
-    arrow_types: tuple[pa.DataType, ...],
-    cache: DeleteFileCache,
-    *,
-    metrics: ScanMetrics,
+def cached_delete_set(
+    group: EqualityDeleteGroup, io: FileIO, cache: DeleteFileCache, *, metrics: ScanMetrics
 ) -> EqualityDeleteSet:
-    """The merged set of some files, built once per process for the same files and types."""
+    """The merged set of a group's files, built once per process for the same files and types."""
+    equality_ids, files, arrow_types = group
     paths = tuple(sorted({delete_file.path for delete_file in files}))
     type_names = tuple(str(arrow_type) for arrow_type in arrow_types)
 

@@ -2,8 +2,10 @@
 
 1. ``planning.scan_context.ScanContext`` (picklable, built once on the driver) carries the read schema, output
    fields, row filter and FileIO properties; each executor process rebuilds what they describe once.
-2. Per data file slice: files without deletes take the plain path; otherwise the deleted positions (deletion
-   vector, or position delete files) and the equality delete sets are loaded (cached per process).
+2. Per data file slice: files without deletes take the plain path; otherwise the equality delete sets start
+   loading on helper threads (``deletes.pending_equality_deletes``: the first keep mask waits for them, so they
+   load while the file opens and decodes) and the deleted positions (deletion vector, or position delete files)
+   are loaded; both are cached per process.
 3. ``parquet.opener.read_data_file`` prunes and reads the slice, applying the filter and the deletes.
 4. Batches keep the output Arrow schema even when a slice yields nothing, so consumers see one schema.
 """
@@ -17,7 +19,13 @@ from urllib.parse import urlparse
 
 import pyarrow as pa
 
-from spark_jobs.engine.deletes import EqualityDeleteSet, load_deleted_positions, load_equality_deletes
+from spark_jobs.engine.deletes import load_deleted_positions
+from spark_jobs.engine.deletes.pending_equality_deletes import (
+    EqualityDeleteLoadError,
+    PendingEqualityDeleteSet,
+    start_loading_equality_deletes,
+)
+from spark_jobs.engine.deletes.pending_equality_deletes import finish as finish_loading
 from spark_jobs.engine.parquet.opener import read_data_file
 from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
@@ -97,14 +105,14 @@ def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetr
     A data or delete file that is missing or damaged raises CorruptFileError naming it (``errors.file_error``).
     """
     deleted_positions = NO_DELETED_POSITIONS
-    equality_delete_sets: Sequence[EqualityDeleteSet] = ()
+    equality_delete_sets: Sequence[PendingEqualityDeleteSet] = ()
     try:
+        if data_file.equality_deletes:  # first: the sets load on helper threads while the data file decodes
+            equality_delete_sets = start_loading_equality_deletes(
+                data_file, io=context.io, field_types=context.field_types
+            )
         if data_file.deletion_vector is not None or data_file.position_deletes:
             deleted_positions = load_deleted_positions(data_file, io=context.io, metrics=metrics)
-        if data_file.equality_deletes:
-            equality_delete_sets = load_equality_deletes(
-                data_file, io=context.io, field_types=context.field_types, metrics=metrics
-            )
     except Exception as error:  # named when it is a file's fault, re-raised as it was otherwise
         raise file_error("delete file", _delete_file_named_by(error, data_file), error) from error
     try:
@@ -115,6 +123,10 @@ def read_slice(data_file: DataFileSlice, context: ScanContext, metrics: ScanMetr
             row_predicates=equality_delete_sets,
             metrics=metrics,
         )
+        metrics.merge(finish_loading(equality_delete_sets))
+    except EqualityDeleteLoadError as error:  # the delete set's load failed: name the delete file
+        cause = error.__cause__ if isinstance(error.__cause__, Exception) else error
+        raise file_error("delete file", _delete_file_named_by(cause, data_file), cause) from cause
     except Exception as error:  # named when it is the file's fault, re-raised as it was otherwise
         raise file_error("data file", data_file.path, error) from error
 
