@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib.util
 import pickle
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.accumulators import Accumulator, AccumulatorParam
@@ -28,10 +28,12 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import ScanTask
-from spark_jobs.engine.read.session import ReadSession
 from spark_jobs.engine.read.task_scan import read_task
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
+
+if TYPE_CHECKING:  # the driver's session module: executors unpickling a read function need not import it
+    from spark_jobs.engine.read.session import ReadSession
 
 TASK_ROWS_SCHEMA = StructType([StructField("task binary", BinaryType(), nullable=False)])  # a pickled task per row
 # Work up to this size in all is closed over by a mapInArrow function rather than carried in its rows (task_rows).

@@ -14,6 +14,21 @@ Modules in the order a plan is built:
    reader takes it whole.
 """
 
-from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
 
 __all__ = ["ScanPlan", "plan_scan"]
+
+
+def __getattr__(name: str) -> Any:
+    """``plan_scan`` and ``ScanPlan``, imported on first use: executors import this package's task and context
+    modules, and should not pay in every Python worker for the driver's planner."""
+    if name in __all__:
+        from spark_jobs.engine.planning import scan_planner
+
+        return getattr(scan_planner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

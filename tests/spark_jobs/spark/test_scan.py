@@ -57,3 +57,21 @@ def test_counters_add_key_by_key() -> None:
     zero = param.zero(ScanMetrics(rows_out=5).as_dict())
     assert set(zero) == set(ScanMetrics().as_dict()) and not any(zero.values())
     assert param.addInPlace({"rows_out": 1, "bytes_read": 2}, {"rows_out": 3}) == {"rows_out": 4, "bytes_read": 2}
+
+
+def test_a_read_task_imports_none_of_the_driver_s_planning(conformance_catalog) -> None:
+    # What an executor's Python worker imports to run a read task: this module (the mapInArrow function's home), then
+    # the task and context it unpickles. The driver's planner and read session stay out (each costs every worker).
+    import pickle
+    import subprocess
+    import sys
+
+    session = open_read_session(conformance_catalog, "corpus.v2_eq_deletes", columns=["id"])
+    work = pickle.dumps((session.tasks[0], session.context))
+    driver_only = ["spark_jobs.engine.planning.scan_planner", "spark_jobs.engine.read.session"]
+    script = (
+        "import pickle, sys; import spark_jobs.spark.scan; pickle.loads(sys.stdin.buffer.read()); "
+        f"print([name for name in {driver_only!r} if name in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", script], input=work, capture_output=True, check=True, timeout=120)
+    assert done.stdout.decode().strip() == "[]", done.stdout.decode()
