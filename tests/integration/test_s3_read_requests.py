@@ -325,3 +325,19 @@ def test_a_deletion_vector_is_one_ranged_get_without_head(proxied_table, seaweed
     # A blob recorded past the object's end: a clear error (the object's size is asked only then).
     with pytest.raises(CorruptFileError, match="the file ends"):
         read_deletion_vector(replace(dv, content_offset=len(content) - 10), io=io)
+
+
+def test_ranged_reads_use_the_file_io_keys_and_not_a_token_of_the_process(proxied_table, monkeypatch) -> None:
+    from spark_jobs.engine.shared.object_ranges import clear_stores, read_object_range
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    _, sizes, _ = proxied_table
+    io = load_catalog(CATALOG).load_table(TABLE).io
+    key, size = next(iter(sizes.items()))
+    # pyarrow signs with the catalog's keys alone; a session token of the process must not join them.
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "a-token-of-another-identity")
+    clear_stores()
+    try:
+        assert read_object_range(io, f"s3://{key}", size - 4, 4) == b"PAR1"
+    finally:
+        clear_stores()

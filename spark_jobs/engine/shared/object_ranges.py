@@ -86,19 +86,18 @@ def store_settings(properties: Mapping[str, str], bucket: str) -> dict[str, Any]
     key_id = _first(properties, "s3.access-key-id", "client.access-key-id")
     secret = _first(properties, "s3.secret-access-key", "client.secret-access-key")
     token = _first(properties, "s3.session-token", "client.session-token")
+    credentials: dict[str, Any] | None = None
     if _true(properties.get("s3.anonymous")):
         config["skip_signature"] = True
     elif key_id and secret:
-        config.update(access_key_id=key_id, secret_access_key=secret)
-        if token:
-            config["session_token"] = token
+        credentials = {"access_key_id": key_id, "secret_access_key": secret, "token": token}
     elif (key_id or secret) is None and os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
         # The AWS SDK's chain starts with these variables: the credentials pyarrow would use.
-        config.update(
-            access_key_id=os.environ["AWS_ACCESS_KEY_ID"], secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"]
-        )
-        if os.environ.get("AWS_SESSION_TOKEN"):
-            config["session_token"] = os.environ["AWS_SESSION_TOKEN"]
+        credentials = {
+            "access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
+            "secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+            "token": os.environ.get("AWS_SESSION_TOKEN") or None,
+        }
     else:
         return None
     if _true(properties.get("s3.force-virtual-addressing")):
@@ -112,7 +111,21 @@ def store_settings(properties: Mapping[str, str], bucket: str) -> dict[str, Any]
         client["connect_timeout"] = timedelta(seconds=float(connect_timeout))
     if request_timeout := properties.get("s3.request-timeout"):
         client["timeout"] = timedelta(seconds=float(request_timeout))
-    return {"bucket": bucket, "config": config, "client_options": client}
+    return {"bucket": bucket, "config": config, "client_options": client, "credentials": credentials}
+
+
+class _StaticCredentials:
+    """The FileIO's keys as obstore's credential provider: they then replace obstore's own lookup in the
+    environment, which would otherwise add, e.g., an ``AWS_SESSION_TOKEN`` of the process to keys that have none."""
+
+    def __init__(self, credentials: dict[str, Any]) -> None:
+        self._credentials = {**credentials, "expires_at": None}
+
+    def __call__(self) -> Any:
+        return dict(self._credentials)
+
+    def __repr__(self) -> str:
+        return "_StaticCredentials(<hidden>)"
 
 
 def object_store_for(io: Any, path: str) -> tuple[Any, str] | None:
@@ -125,10 +138,12 @@ def object_store_for(io: Any, path: str) -> tuple[Any, str] | None:
     settings = store_settings(io.properties, parsed.netloc)
     if settings is None:
         return None
+    credentials = settings["credentials"]
     cache_key = (
         parsed.netloc,
         tuple(sorted(settings["config"].items())),
         tuple(sorted((k, str(v)) for k, v in settings["client_options"].items())),
+        tuple(sorted(credentials.items())) if credentials else None,
     )
     with _STORES_LOCK:
         store = _STORES.get(cache_key)
@@ -140,6 +155,7 @@ def object_store_for(io: Any, path: str) -> tuple[Any, str] | None:
                 config=settings["config"],
                 client_options=settings["client_options"],
                 retry_config=_retry_config(),
+                credential_provider=_StaticCredentials(credentials) if credentials else None,
             )
             _STORES[cache_key] = store
             while len(_STORES) > _STORES_MAX:

@@ -29,9 +29,6 @@ def test_keys_endpoint_and_client_settings_map_to_obstore(monkeypatch) -> None:
         "config": {
             "region": "us-east-1",
             "endpoint": "http://127.0.0.1:9000",
-            "access_key_id": "AKID",
-            "secret_access_key": "SECRET",
-            "session_token": "TOKEN",
             "virtual_hosted_style_request": True,
         },
         "client_options": {
@@ -40,6 +37,7 @@ def test_keys_endpoint_and_client_settings_map_to_obstore(monkeypatch) -> None:
             "connect_timeout": timedelta(seconds=2.5),
             "timeout": timedelta(seconds=30),
         },
+        "credentials": {"access_key_id": "AKID", "secret_access_key": "SECRET", "token": "TOKEN"},
     }
 
 
@@ -48,9 +46,11 @@ def test_client_keys_region_and_anonymous_access() -> None:
         {"client.access-key-id": "A", "client.secret-access-key": "S", "client.region": "eu-west-1"}, "b"
     )
     assert settings is not None
-    assert settings["config"] == {"region": "eu-west-1", "access_key_id": "A", "secret_access_key": "S"}
+    assert settings["config"] == {"region": "eu-west-1"}
+    assert settings["credentials"] == {"access_key_id": "A", "secret_access_key": "S", "token": None}
     anonymous = store_settings({"s3.anonymous": "true", "s3.region": "us-west-2"}, "b")
     assert anonymous is not None and anonymous["config"] == {"region": "us-west-2", "skip_signature": True}
+    assert anonymous["credentials"] is None
 
 
 @pytest.mark.parametrize(
@@ -74,7 +74,7 @@ def test_no_credentials_or_no_region_keep_pyarrow(monkeypatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "ENVKEY")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "ENVSECRET")
     settings = store_settings({"s3.region": "us-east-1"}, "b")
-    assert settings is not None and settings["config"]["access_key_id"] == "ENVKEY"
+    assert settings is not None and settings["credentials"]["access_key_id"] == "ENVKEY"
 
 
 def test_only_s3_paths_of_a_pyarrow_file_io_get_a_store() -> None:
