@@ -72,6 +72,23 @@ def _true(value: str | None) -> bool:
     return (value or "").strip().lower() in {"true", "1", "yes", "on"}
 
 
+def _credentials(properties: Mapping[str, str]) -> dict[str, Any] | None:
+    """The keys pyarrow would sign with: the FileIO's, else the environment's (first in the AWS SDK's chain)."""
+    key_id = _first(properties, "s3.access-key-id", "client.access-key-id")
+    secret = _first(properties, "s3.secret-access-key", "client.secret-access-key")
+    if key_id and secret:
+        token = _first(properties, "s3.session-token", "client.session-token")
+        return {"access_key_id": key_id, "secret_access_key": secret, "token": token}
+    from_environment = os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY")
+    if key_id is None and secret is None and from_environment:
+        return {
+            "access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
+            "secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+            "token": os.environ.get("AWS_SESSION_TOKEN") or None,
+        }
+    return None  # the rest of the chain (profiles, instance roles): pyarrow's
+
+
 def store_settings(properties: Mapping[str, str], bucket: str) -> dict[str, Any] | None:
     """The obstore settings equal to what pyiceberg gives pyarrow for this bucket, or None (see module doc, 1)."""
     if any(properties.get(name) for name in _UNSUPPORTED):
@@ -83,25 +100,12 @@ def store_settings(properties: Mapping[str, str], bucket: str) -> dict[str, Any]
     config: dict[str, Any] = {"region": region or "us-east-1"}
     if endpoint:
         config["endpoint"] = endpoint
-    key_id = _first(properties, "s3.access-key-id", "client.access-key-id")
-    secret = _first(properties, "s3.secret-access-key", "client.secret-access-key")
-    token = _first(properties, "s3.session-token", "client.session-token")
-    credentials: dict[str, Any] | None = None
-    if _true(properties.get("s3.anonymous")):
-        config["skip_signature"] = True
-    elif key_id and secret:
-        credentials = {"access_key_id": key_id, "secret_access_key": secret, "token": token}
-    elif (key_id or secret) is None and os.environ.get("AWS_ACCESS_KEY_ID") and os.environ.get("AWS_SECRET_ACCESS_KEY"):
-        # The AWS SDK's chain starts with these variables: the credentials pyarrow would use.
-        credentials = {
-            "access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
-            "secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
-            "token": os.environ.get("AWS_SESSION_TOKEN") or None,
-        }
-    else:
+    # Set explicitly, so that obstore's own reading of the environment (AWS_SKIP_SIGNATURE, ...) changes nothing.
+    config["skip_signature"] = _true(properties.get("s3.anonymous"))
+    config["virtual_hosted_style_request"] = _true(properties.get("s3.force-virtual-addressing"))
+    credentials = None if config["skip_signature"] else _credentials(properties)
+    if credentials is None and not config["skip_signature"]:
         return None
-    if _true(properties.get("s3.force-virtual-addressing")):
-        config["virtual_hosted_style_request"] = True
     client: dict[str, Any] = {}
     if endpoint and endpoint.lower().startswith("http://"):
         client["allow_http"] = True
