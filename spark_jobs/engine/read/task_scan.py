@@ -34,7 +34,10 @@ from spark_jobs.engine.shared.errors import file_error
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.shared.thread_pools import process_thread_pool
 
-IN_PROCESS_SLICE_THREADS = 2  # data file slices read at once by read_tasks_to_table
+# Data file slices read at once by read_tasks_to_table. On 2 cores, 3 beat 2 (a first read of 8 files with equality
+# deletes: 0.106 s against 0.122 s, median of 40 alternating rounds): a slice's own decoding runs its columns in
+# parallel, one column finishing first, and its delete probe runs on one thread; a third slice fills those gaps.
+IN_PROCESS_SLICE_THREADS = 3
 
 # Slices of at most this many bytes are read ahead whole (read_slices); SLICES_AHEAD of them at a time, on
 # SLICE_READ_AHEAD_THREADS threads.
