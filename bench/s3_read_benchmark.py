@@ -7,10 +7,11 @@ pyiceberg and DuckDB on the same table in the same run: seconds, requests and by
    them to a table of a SQL catalog whose warehouse is in S3 (no deletes: this benchmark is about storage access).
 3. Prime the process: one untimed point lookup per reader, so that one-time costs of the process (imports, thread
    pools, S3 clients) fall on no reader's cold run (``--no-priming`` leaves them on the first reader's).
-   For each query and reader, one cold run (process caches of our reader emptied; fresh DuckDB connection) and
-   ``--runs`` warm runs, every reader through the proxy: requests and response bytes come from the proxy, the same
-   way for all three. Warm runs keep what each reader keeps between queries of one process (our footers, index
-   regions and manifests; DuckDB's metadata), but no reader keeps file data (DuckDB's external file cache is off).
+   For each query and reader, ``--cold-runs`` cold runs (median reported; each with the process caches of our
+   reader emptied, a fresh DuckDB connection) and ``--runs`` warm runs, every reader through the proxy: requests
+   and response bytes come from the proxy, the same way for all three. Warm runs keep what each reader keeps
+   between queries of one process (our footers, index regions and manifests; DuckDB's metadata), but no reader
+   keeps file data (DuckDB's external file cache is off).
    Answers (count, sum(price)) must agree across readers. The point lookup also runs as ``ours_whole_blooms``: our
    reader with bloom filters always read whole (``opener.BLOOM_WHOLE_READ_MAX_BYTES`` unbounded), the other side of
    its bytes-or-requests choice.
@@ -209,7 +210,13 @@ def _duckdb_extension(name: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--runs", type=int, default=3, help="warm runs per query and reader (after one cold run)")
+    parser.add_argument("--runs", type=int, default=3, help="warm runs per query and reader (after the cold runs)")
+    parser.add_argument(
+        "--cold-runs",
+        type=int,
+        default=1,
+        help="cold runs per query and reader, each from emptied caches; the median is reported (one run is noisy)",
+    )
     parser.add_argument("--seed", type=int, default=20261123)
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
     parser.add_argument(
@@ -254,12 +261,17 @@ def main(argv: list[str] | None = None) -> None:
             for name, (reset, run) in all_readers.items():
                 if name == "ours_whole_blooms" and query != "point":
                     continue
-                reset()
+                cold_runs = []
+                for attempt in range(max(args.cold_runs, 1)):
+                    reset()
+                    proxy.log.reset()
+                    started = time.perf_counter()
+                    result = run(row_filter)
+                    cold_runs.append(time.perf_counter() - started)
+                    if attempt == 0:
+                        cold_log = proxy.log.reset()  # every cold run makes the same requests
+                cold_seconds = statistics.median(cold_runs)
                 proxy.log.reset()
-                started = time.perf_counter()
-                result = run(row_filter)
-                cold_seconds = time.perf_counter() - started
-                cold_log = proxy.log.reset()
                 cold, cold_data = summarize(cold_log), summarize(cold_log, key_contains=".parquet")
                 warm_seconds = []
                 for _ in range(args.runs):
@@ -271,6 +283,7 @@ def main(argv: list[str] | None = None) -> None:
                 answers[name] = answer(result)
                 results.setdefault(query, {})[name] = {
                     "cold_seconds": round(cold_seconds, 3),
+                    "cold_seconds_each": [round(seconds, 3) for seconds in cold_runs],
                     "warm_seconds_median": round(statistics.median(warm_seconds), 3) if warm_seconds else None,
                     "cold_requests": data_cold["requests"],
                     "cold_bytes": data_cold["bytes"],
