@@ -9,7 +9,8 @@ obstore (Rust's ``object_store``) sends a ranged GET alone, so reads that know t
    token, region, path or virtual-host addressing, proxy, timeouts, anonymous access), one per bucket and settings
    in the process. None when obstore could not honour the settings as pyarrow does (a role to assume, a named
    profile, a remote signer, neither keys nor anonymous access, or no region without an endpoint: pyarrow resolves
-   those through the AWS SDK's chain); the caller then opens the file by path as before.
+   those through the AWS SDK's chain), or when obstore is not installed (a cluster's executors with an environment
+   of their own); the caller then opens the file by path as before.
 2. Transient failures (HTTP 5xx such as 503 SlowDown, connection resets, timeouts) are retried with exponential
    backoff (``RETRY``), as the FileIO's AWS standard retry strategy does.
 3. ``SizedObjectFile``: ``seek``/``tell``/``read``/``read_at`` over the object with its recorded size, one GET per
@@ -152,8 +153,10 @@ def object_store_for(io: Any, path: str) -> tuple[Any, str] | None:
     with _STORES_LOCK:
         store = _STORES.get(cache_key)
         if store is None:
-            from obstore.store import S3Store
-
+            try:
+                from obstore.store import S3Store
+            except ImportError:  # an executor whose environment lacks it: pyarrow reads as before
+                return None
             store = S3Store(
                 settings["bucket"],
                 config=settings["config"],

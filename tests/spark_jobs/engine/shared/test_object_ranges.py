@@ -102,3 +102,15 @@ def test_seek_and_read_stay_within_the_recorded_size() -> None:
     file.seek(0)
     assert len(file.read()) == 100
     assert reads == [(90, 10), (98, 2), (0, 100)]
+
+
+def test_without_obstore_installed_reads_keep_pyarrow(monkeypatch) -> None:
+    import sys
+
+    from spark_jobs.engine.shared.object_ranges import clear_stores
+
+    clear_stores()
+    monkeypatch.setitem(sys.modules, "obstore.store", None)  # import fails, as on an executor without it
+    io = PyArrowFileIO({**KEYS, "s3.endpoint": "http://127.0.0.1:1"})
+    assert object_store_for(io, "s3://bucket/f.parquet") is None
+    assert SizedObjectFile.open(io, "s3://bucket/f.parquet", 100) is None
