@@ -18,6 +18,10 @@ from urllib.parse import urlparse
 
 from tests.support.services import LOOPBACK
 
+# Connections waiting to be accepted. socketserver's default of 5 overflows when a reader opens many connections at
+# once (pyarrow's S3 client pre-buffering column chunks on several threads, while the accepting thread waits for the
+# GIL): the kernel then drops the SYN and the client retries it a second later, a ~1 s stall no object store adds.
+_LISTEN_BACKLOG = 128
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 _CHUNK = 256 * 1024
 
@@ -142,7 +146,10 @@ class CountingProxy:
 
             do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _forward  # noqa: N815 - http.server names them so
 
-        self._server = ThreadingHTTPServer((LOOPBACK, 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = _LISTEN_BACKLOG
+
+        self._server = Server((LOOPBACK, 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="s3-counting-proxy", daemon=True)
         self._thread.start()
