@@ -10,10 +10,25 @@ Per the Parquet spec (BloomFilter.md):
 3. The block is ``((hash >> 32) * number_of_blocks) >> 32``; the low 32 bits, multiplied by eight salts, pick one
    bit per word (the top 5 bits of each 32-bit product); the value may be present only if all eight bits are set.
    A probe needs that one block: for a few literals only those blocks are read (``BlockReadingBloomFilter``); for
-   many literals the whole bitset is read once. When the chunk's metadata gives the filter's length, the bitset's
-   place follows from it (``bitset_range``: the header's length is fixed by its four fields), so a probe needs no
-   header read; one filter per column of a file still has its header read and checked (the one whose probed block
-   lies nearest its header: header and block then come in one short range).
+   many literals the whole bitset is read once. Where the bitset starts needs no header read when the chunk's
+   metadata gives the filter's length (``bitset_range``: the header's length is fixed by its four fields). What the
+   header alone proves is that the filter is of the one kind the spec defines (split-block, xxHash, uncompressed): a
+   probe of a filter of another kind could drop a row group that holds the value. The header read is skipped only
+   where that is proven without it (``standard_bitset_range``), when all of these hold:
+
+   a. The file's writer (``created_by``) is one whose every release, up to the version listed, writes a filter only
+      with the spec's header (those four fields, nothing else) and a power-of-two numBytes
+      (``_STANDARD_BLOOM_WRITERS``: each checked in the writer's code and on files it wrote). An unknown writer, a
+      newer version or a build that is not a release has its headers read.
+   b. The chunk records ``bloom_filter_length``, and with numBytes the largest power of two <= that length (such a
+      writer's filter is numBytes + a header of 15 to 19 bytes, and numBytes >= 32), the length minus numBytes is
+      exactly the byte length of the spec's compact-Thrift header for numBytes. An encrypted filter (header and
+      bitset each carry a nonce and a tag) or any other layout fails this, and its header is read.
+
+   Otherwise one filter per column of a file still has its header read and checked (the one whose probed block lies
+   nearest its header: header and block then come in one short range); the column's other filters are then placed
+   by their metadata (one writer wrote them all). A well-formed header of another kind makes its filter unusable,
+   as parquet-java treats it: the row group is "may match", never skipped on its account.
 4. A leaf predicate ``=``/IN is false for the row group when no literal may be present; other leaves, columns
    without a filter, and literals we cannot encode exactly (floats, booleans, byte-array decimals) are "may match".
 5. The predicate tree decides; a row group that cannot match is skipped (``row_groups_pruned_by_bloom_filter``).
@@ -21,6 +36,7 @@ Per the Parquet spec (BloomFilter.md):
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable, Iterator
 from decimal import Decimal
@@ -51,6 +67,19 @@ _BLOCK_READ_MAX_LITERALS = 32
 # When a probed block lies at most this far past its filter's header, the header and the block are fetched as one
 # range: a request saved for a few KiB (the filter whose block lies nearest its header is the one checked).
 HEADER_FOLD_MAX_BYTES = 32 * 1024
+# Writers whose every release up to the version given writes each bloom filter with the spec's header alone
+# (numBytes, BLOCK, XXHASH, UNCOMPRESSED; no other kind can be asked for) and a power-of-two numBytes:
+# parquet-cpp-arrow (``BlockSplitBloomFilter::WriteTo`` throws for any other kind; sizes rounded up to a power of
+# two; bloom filters written by its file writer in recent releases only), parquet-mr / parquet-java
+# (``ParquetMetadataConverter.toBloomFilterHeader`` throws for any other kind, checked in 1.13.1 and 1.17.0;
+# ``BlockSplitBloomFilter`` rounds to a power of two; 1.13.1 records no filter length, 1.17.0 does), DuckDB
+# (``ParquetWriter::Finalize`` sets exactly those fields; its block count is a power of two). A ``created_by`` that is
+# not exactly one of these forms (a snapshot or other build, a fork naming itself differently) does not match.
+_STANDARD_BLOOM_WRITERS = (
+    (re.compile(r"parquet-cpp-arrow version (\d+)\.(\d+)\.(\d+)"), (26, 0, 1)),
+    (re.compile(r"parquet-mr version (\d+)\.(\d+)\.(\d+)(?: \(build [0-9a-f]+\))?"), (1, 17, 0)),
+    (re.compile(r"DuckDB version v(\d+)\.(\d+)\.(\d+)(?: \(build [0-9a-f]+\))?"), (1, 5, 5)),
+)
 _INT32_RANGE = (-(2**31), 2**31 - 1)
 _INT64_RANGE = (-(2**63), 2**63 - 1)
 NOT_IN_COLUMN = object()  # the literal cannot be a value of this column (e.g. out of the physical type's range)
@@ -122,21 +151,26 @@ def _block_and_masks(value_hash: int, number_of_blocks: int) -> tuple[int, np.nd
     return block, np.left_shift(np.uint32(1), bit_positions.astype(np.uint32))
 
 
-def parse_bloom_filter(buffer: bytes, source: str) -> tuple[SplitBlockBloomFilter, int, int]:
-    """Parse header and bitset at the start of ``buffer``: (filter, header length, bitset length)."""
+def parse_bloom_filter(buffer: bytes, source: str) -> tuple[SplitBlockBloomFilter | None, int, int]:
+    """Parse header and bitset at the start of ``buffer``: (filter, header length, bitset length); the filter is None
+    when the header names a kind other than the spec's (it cannot be probed, module doc 3)."""
     reader = CompactReader(buffer, source=source)
     header = reader.read_struct()
     bitset_length = header.get(1)
     if not isinstance(bitset_length, int) or bitset_length <= 0:
         raise CorruptFileError(f"{source}: bloom filter header without a positive numBytes: {header}")
-    for field_id, expected in ((2, "algorithm BLOCK"), (3, "hash XXHASH"), (4, "compression UNCOMPRESSED")):
-        if header.get(field_id) != {1: {}}:
-            raise CorruptFileError(f"{source}: bloom filter header expects {expected}, got {header.get(field_id)}")
     start = reader.position
     bitset = bytes(buffer[start : start + bitset_length])
     if len(bitset) != bitset_length:
         raise CorruptFileError(f"{source}: bloom filter bitset has {len(bitset)} bytes, header says {bitset_length}")
+    if not _is_split_block_xxhash_uncompressed(header):
+        return None, start, bitset_length
     return SplitBlockBloomFilter(bitset), start, bitset_length
+
+
+def _is_split_block_xxhash_uncompressed(header: dict) -> bool:
+    """Does a parsed ``BloomFilterHeader`` name the one kind of filter the spec defines (each union's member 1)?"""
+    return all(header.get(field_id) == {1: {}} for field_id in (2, 3, 4))
 
 
 def read_bloom_filter(
@@ -188,19 +222,45 @@ def _varint_length(value: int) -> int:
     return count
 
 
+def writes_standard_bloom_headers(created_by: str | None) -> bool:
+    """Is the file's writer one whose every release up to a checked version writes only the spec's filter header
+    (``_STANDARD_BLOOM_WRITERS``, module doc 3a)?"""
+    for pattern, newest_checked in _STANDARD_BLOOM_WRITERS:
+        match = pattern.fullmatch(created_by or "")
+        if match is not None:
+            return tuple(int(part) for part in match.groups()) <= newest_checked
+    return False
+
+
+def standard_bitset_range(chunk: pq.ColumnChunkMetaData, *, standard_writer: bool) -> tuple[int, int] | None:
+    """(offset, length) of the chunk's bitset when its header is proven standard without reading it (module doc 3:
+    ``standard_writer`` from ``writes_standard_bloom_headers``, and the recorded length fits that header); else None.
+    """
+    offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
+    if not standard_writer or not offset or offset <= 0 or not length or length <= _BYTES_PER_BLOCK:
+        return None
+    num_bytes = 1 << (length.bit_length() - 1)  # the largest power of two <= length
+    if length - num_bytes != _HEADER_BYTES_BESIDES_NUM_BYTES + _varint_length(num_bytes):
+        return None
+    return offset + length - num_bytes, num_bytes
+
+
 def probe_block_ranges(
     plan: AccessPlan, node: FilterNode, *, metadata: pq.FileMetaData, leaf_of_field: Callable[[int], LeafColumn | None]
 ) -> list[tuple[int, int]]:
     """The byte ranges the bloom probes of the scanned row groups will read, so they can be fetched together.
 
-    One 32-byte block per ``=``/IN literal per row group, for chunks whose bitset place is known; plus, per column,
-    the header of the filter ``header_check_row_groups`` picks (the one ``prune_by_bloom_filters`` checks), in one
-    range with that filter's blocks when they lie within ``HEADER_FOLD_MAX_BYTES`` of it.
+    One 32-byte block per ``=``/IN literal per row group, for chunks whose bitset place is known; plus, per column
+    whose filters are not all proven standard without their header, the header of the filter
+    ``header_check_row_groups`` picks (the one ``prune_by_bloom_filters`` checks), in one range with that filter's
+    blocks when they lie within ``HEADER_FOLD_MAX_BYTES`` of it.
     """
     ranges: set[tuple[int, int]] = set()
     checked = header_check_row_groups(plan, node, metadata=metadata, leaf_of_field=leaf_of_field)
-    for leaf_index, row_group, chunk, bitset_offset, blocks in _probed_filters(plan, node, metadata, leaf_of_field):
-        if checked.get(leaf_index) == row_group:
+    for leaf_index, row_group, chunk, bitset_offset, blocks, proven in _probed_filters(
+        plan, node, metadata, leaf_of_field
+    ):
+        if not proven and checked.get(leaf_index) == row_group:
             header = chunk.bloom_filter_offset
             span = max([bitset_offset, *(offset + _BYTES_PER_BLOCK for offset in blocks)]) - header
             if span <= HEADER_FOLD_MAX_BYTES:
@@ -215,10 +275,15 @@ def header_check_row_groups(
     plan: AccessPlan, node: FilterNode, *, metadata: pq.FileMetaData, leaf_of_field: Callable[[int], LeafColumn | None]
 ) -> dict[int, int]:
     """Per probed column (leaf index), the scanned row group whose filter header is checked: the one whose furthest
-    probed block lies nearest its header, so that header and blocks come in one short range.
+    probed block lies nearest its header, so that header and blocks come in one short range. Filters proven standard
+    without their header (``standard_bitset_range``) are never chosen; a column with only those has none.
     """
     chosen: dict[int, tuple[int, int]] = {}
-    for leaf_index, row_group, chunk, bitset_offset, blocks in _probed_filters(plan, node, metadata, leaf_of_field):
+    for leaf_index, row_group, chunk, bitset_offset, blocks, proven in _probed_filters(
+        plan, node, metadata, leaf_of_field
+    ):
+        if proven:
+            continue
         span = max([bitset_offset, *blocks]) - chunk.bloom_filter_offset
         if leaf_index not in chosen or span < chosen[leaf_index][1]:
             chosen[leaf_index] = (row_group, span)
@@ -227,9 +292,11 @@ def header_check_row_groups(
 
 def _probed_filters(
     plan: AccessPlan, node: FilterNode, metadata: pq.FileMetaData, leaf_of_field: Callable[[int], LeafColumn | None]
-) -> Iterator[tuple[int, int, pq.ColumnChunkMetaData, int, list[int]]]:
+) -> Iterator[tuple[int, int, pq.ColumnChunkMetaData, int, list[int], bool]]:
     """Per block-probed column and scanned row group whose filter is placed by its metadata: (leaf index, row group,
-    chunk, bitset offset, offsets of the blocks the column's exactly encodable literals land in)."""
+    chunk, bitset offset, offsets of the blocks the column's exactly encodable literals land in, whether the filter
+    is proven standard without its header)."""
+    standard_writer = writes_standard_bloom_headers(metadata.created_by)
     for predicate in _bloom_leaves(node):
         leaf = leaf_of_field(predicate.field_id)
         if leaf is None or leaf.is_repeated:
@@ -241,7 +308,8 @@ def _probed_filters(
         ]
         for row_group in plan.scanned_row_groups():
             chunk = metadata.row_group(row_group).column(leaf.index)
-            place = bitset_range(chunk)
+            proven = standard_bitset_range(chunk, standard_writer=standard_writer)
+            place = proven or bitset_range(chunk)
             if place is None:
                 continue
             bitset_offset, bitset_length = place
@@ -249,7 +317,7 @@ def _probed_filters(
                 bitset_offset + _block_and_masks(value_hash, bitset_length // _BYTES_PER_BLOCK)[0] * _BYTES_PER_BLOCK
                 for value_hash in hashes
             ]
-            yield leaf.index, row_group, chunk, bitset_offset, blocks
+            yield leaf.index, row_group, chunk, bitset_offset, blocks, proven is not None
 
 
 def bloom_bytes(plan: AccessPlan, node: FilterNode, *, metadata: pq.FileMetaData, leaf_indexes: set[int]) -> int:
@@ -276,7 +344,7 @@ def _bloom_leaves(node: FilterNode) -> Iterator[ColumnPredicate]:
 def open_bloom_filter(
     stream: InputStream, chunk: pq.ColumnChunkMetaData, source: str, metrics: ScanMetrics, *, check_header: bool = True
 ) -> BlockReadingBloomFilter | None:
-    """The chunk's bloom filter, ready to read single blocks (None when the chunk has none).
+    """The chunk's bloom filter, ready to read single blocks (None when the chunk has none, or one of another kind).
 
     Without ``check_header``, a chunk whose bitset place follows from its metadata (``bitset_range``) reads nothing
     here; otherwise its header is read and checked.
@@ -297,8 +365,8 @@ def open_bloom_filter(
 
 def _read_header(
     stream: InputStream, offset: int, size: int, source: str, metrics: ScanMetrics
-) -> BlockReadingBloomFilter:
-    """Read and check the header at ``offset`` from its first ``size`` bytes."""
+) -> BlockReadingBloomFilter | None:
+    """Read and check the header at ``offset`` from its first ``size`` bytes; None for a filter of another kind."""
     stream.seek(offset)
     head = stream.read(size)
     metrics.bytes_read += len(head)
@@ -307,9 +375,8 @@ def _read_header(
     bitset_length = header.get(1)
     if not isinstance(bitset_length, int) or bitset_length <= 0 or bitset_length % _BYTES_PER_BLOCK:
         raise CorruptFileError(f"{source}: bloom filter header without a valid numBytes: {header}")
-    for field_id, expected in ((2, "algorithm BLOCK"), (3, "hash XXHASH"), (4, "compression UNCOMPRESSED")):
-        if header.get(field_id) != {1: {}}:
-            raise CorruptFileError(f"{source}: bloom filter header expects {expected}, got {header.get(field_id)}")
+    if not _is_split_block_xxhash_uncompressed(header):
+        return None
     return BlockReadingBloomFilter(stream, offset + reader.position, bitset_length, metrics)
 
 
@@ -394,6 +461,7 @@ class _RowGroupBloomProbe:
         metrics: ScanMetrics,
         *,
         headers_checked: set[int],
+        standard_writer: bool,
     ) -> None:
         self.stream = stream
         self.row_group = row_group
@@ -401,6 +469,7 @@ class _RowGroupBloomProbe:
         self.source = source
         self.metrics = metrics
         self.headers_checked = headers_checked
+        self.standard_writer = standard_writer
         self.filters: dict[int, SplitBlockBloomFilter | BlockReadingBloomFilter | None] = {}
 
     def might_match(self, predicate: ColumnPredicate) -> bool:
@@ -412,10 +481,13 @@ class _RowGroupBloomProbe:
             return True
         if leaf.index not in self.filters:
             chunk = self.row_group.column(leaf.index)
-            if len(predicate.literals) <= _BLOCK_READ_MAX_LITERALS:
+            proven = standard_bitset_range(chunk, standard_writer=self.standard_writer)
+            if len(predicate.literals) <= _BLOCK_READ_MAX_LITERALS and proven is not None:
+                self.filters[leaf.index] = BlockReadingBloomFilter(self.stream, *proven, self.metrics)
+            elif len(predicate.literals) <= _BLOCK_READ_MAX_LITERALS:
                 check_header = leaf.index not in self.headers_checked
                 opened = open_bloom_filter(self.stream, chunk, self.source, self.metrics, check_header=check_header)
-                if opened is not None and bitset_range(chunk) == opened.bitset_range:
+                if check_header and opened is not None and bitset_range(chunk) == opened.bitset_range:
                     self.headers_checked.add(leaf.index)  # the header agrees with the metadata's placement
                 self.filters[leaf.index] = opened
             else:  # many literals touch many blocks: one read of the whole bitset is cheaper
@@ -440,10 +512,12 @@ def prune_by_bloom_filters(
 ) -> None:
     """Skip scanned row groups where some ``=``/IN literal set is certainly absent and the tree needs it.
 
-    Per column, one filter has its header read first (``header_check_row_groups``); when it agrees with the
+    A filter proven standard without its header (``standard_bitset_range``) reads only the blocks probed. Per column
+    with other filters, one filter has its header read first (``header_check_row_groups``); when it agrees with the
     placement its chunk's metadata implies (``bitset_range``), the column's other filters in the file (one writer
     wrote them all) are placed by their metadata alone, else each header is read.
     """
+    standard_writer = writes_standard_bloom_headers(metadata.created_by)
     headers_checked: set[int] = set()
     for leaf_index, row_group in header_check_row_groups(
         plan, node, metadata=metadata, leaf_of_field=leaf_of_field
@@ -454,7 +528,13 @@ def prune_by_bloom_filters(
             headers_checked.add(leaf_index)
     for row_group in list(plan.scanned_row_groups()):
         probe = _RowGroupBloomProbe(
-            stream, metadata.row_group(row_group), leaf_of_field, source, metrics, headers_checked=headers_checked
+            stream,
+            metadata.row_group(row_group),
+            leaf_of_field,
+            source,
+            metrics,
+            headers_checked=headers_checked,
+            standard_writer=standard_writer,
         )
         if not might_match_tree(node, probe.might_match):
             plan.skip(row_group)

@@ -192,6 +192,63 @@ def _probed_block(chunk: pq.ColumnChunkMetaData, value: int) -> int:
     return place[0] + (((value_hash >> 32) * (place[1] // 32)) >> 32) * 32
 
 
+def _with_created_by(path: Path, created_by: bytes) -> None:
+    """Rewrite the file's ``created_by`` in place, padded to the same length so that every offset and the footer's
+    length stay valid."""
+    data = path.read_bytes()
+    written = pq.ParquetFile(path).metadata.created_by.encode()
+    created_by = created_by.ljust(len(written))
+    assert len(created_by) == len(written) and data.count(written) == 1
+    path.write_bytes(data.replace(written, created_by))
+
+
+def _prune_reads(path: Path, node, leaf) -> tuple[list[int], int]:
+    """The row groups bloom filters keep for ``node`` and the bytes their probes read from the file."""
+    from spark_jobs.engine.parquet.access_plan import AccessPlan
+    from spark_jobs.engine.parquet.bloom_filter import prune_by_bloom_filters
+
+    metadata = pq.ParquetFile(path).metadata
+    plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
+    metrics = ScanMetrics()
+    with pa.OSFile(str(path)) as stream:
+        prune_by_bloom_filters(
+            plan,
+            node,
+            metadata=metadata,
+            leaf_of_field=lambda _: leaf,
+            stream=stream,
+            source=str(path),
+            metrics=metrics,
+        )
+    return list(plan.scanned_row_groups()), metrics.bytes_read
+
+
+def test_writers_whose_bloom_headers_are_proven_standard_without_reading_them() -> None:
+    from spark_jobs.engine.parquet.bloom_filter import writes_standard_bloom_headers
+
+    for known in (
+        "parquet-cpp-arrow version 26.0.1",
+        "parquet-cpp-arrow version 14.0.2",
+        "parquet-mr version 1.17.0 (build fac0c746532e133beb928a7f6a7e57b510b477a1)",
+        "parquet-mr version 1.16.0 (build 402c3810c372d29603e181771acebfecc71bef61)",
+        "DuckDB version v1.5.5 (build d8cdaa33fd)",
+    ):
+        assert writes_standard_bloom_headers(known), known
+    for unknown in (
+        None,
+        "",
+        "parquet-cpp-arrow version 26.0.2",  # newer than checked
+        "parquet-cpp-arrow version 27.0.0-SNAPSHOT",  # not a release
+        "parquet-mr version 1.18.0 (build 0123abc)",
+        "parquet-mr-trino version 1.13.1",  # another writer
+        "DuckDB version v1.6.0 (build 0123456789)",
+        "parquet-rs version 57.0.0",  # not checked
+        "impala version 4.4.0",
+        "parquet-cpp-arrow version 26.0.1 and more",
+    ):
+        assert not writes_standard_bloom_headers(unknown), unknown
+
+
 def test_bitset_place_follows_from_the_chunk_metadata_and_probes_then_read_no_header(tmp_path: Path) -> None:
     from pyiceberg.expressions import EqualTo as Eq
 
@@ -201,46 +258,96 @@ def test_bitset_place_follows_from_the_chunk_metadata_and_probes_then_read_no_he
         bitset_range,
         open_bloom_filter,
         probe_block_ranges,
+        standard_bitset_range,
     )
     from spark_jobs.engine.parquet.predicates import translate_filter
 
     values = np.random.default_rng(3).permutation(40_000).astype(np.int64)
     path = tmp_path / "placed.parquet"
-    for ndv in (10, 3_000, 200_000):  # one-, two- and three-byte varints of numBytes in the header
-        pq.write_table(
-            pa.table({"id": values}),
-            path,
-            row_group_size=10_000,
-            bloom_filter_options={"id": {"ndv": ndv, "fpp": 0.01}},
-        )
-        parquet_file = pq.ParquetFile(path)
-        leaf = file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)[0]
-        metadata = parquet_file.metadata
-        with pa.OSFile(str(path)) as stream:
-            for row_group in range(metadata.num_row_groups):
-                chunk = metadata.row_group(row_group).column(0)
-                checked = open_bloom_filter(stream, chunk, str(path), ScanMetrics())
-                assert checked is not None and bitset_range(chunk) == checked.bitset_range, ndv
-                metrics = ScanMetrics()
-                placed = open_bloom_filter(stream, chunk, str(path), metrics, check_header=False)
-                probes = [*values[row_group * 10_000 : row_group * 10_000 + 20].tolist(), -1, -2, 50_000]
-                assert [literal_might_be_present(placed, v, leaf) for v in probes] == [
-                    literal_might_be_present(checked, v, leaf) for v in probes
-                ]
-                assert metrics.bytes_read == 32 * len(placed.blocks)  # blocks only, no header
-        schema = Schema(NestedField(1, "id", LongType(), required=False))
-        node = translate_filter(Eq("id", int(values[5])).bind(schema))
-        plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
-        ranges = probe_block_ranges(plan, node, metadata=metadata, leaf_of_field=lambda _, found=leaf: found)
-        # One block per row group for one literal, each inside exactly one range; one filter's header is read too,
-        # the one whose block lies nearest it, in the same range as that block when it is near enough.
-        chunks = [metadata.row_group(index).column(0) for index in range(metadata.num_row_groups)]
-        probed = [_probed_block(chunk, int(values[5])) for chunk in chunks]
-        for block in probed:
-            assert len([r for r in ranges if r[0] <= block and block + 32 <= r[0] + r[1]]) == 1, (ndv, ranges)
-        nearest = min(range(len(chunks)), key=lambda index: probed[index] - chunks[index].bloom_filter_offset)
-        headers = [r for r in ranges if r[0] in {chunk.bloom_filter_offset for chunk in chunks}]
-        assert [r[0] for r in headers] == [chunks[nearest].bloom_filter_offset], (ndv, ranges)
-        folded = probed[nearest] + 32 - chunks[nearest].bloom_filter_offset <= HEADER_FOLD_MAX_BYTES
-        assert len(ranges) == len(chunks) + (0 if folded else 1), (ndv, ranges)
-        assert ndv > 10 or folded  # a small filter comes whole with its header
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    node = translate_filter(Eq("id", int(values[5])).bind(schema))
+    # As pyarrow wrote it (a writer whose headers are proven standard), then as if an unknown writer or a newer
+    # release had written the same bytes.
+    for created_by in (None, b"parquet-cpp-arrow version 99.0.1", b"another-parquet-writer version 1"):
+        for ndv in (10, 3_000, 200_000):  # one-, two- and three-byte varints of numBytes in the header
+            pq.write_table(
+                pa.table({"id": values}),
+                path,
+                row_group_size=10_000,
+                bloom_filter_options={"id": {"ndv": ndv, "fpp": 0.01}},
+            )
+            if created_by is not None:
+                _with_created_by(path, created_by)
+            parquet_file = pq.ParquetFile(path)
+            leaf = file_leaf_columns(parquet_file.schema, parquet_file.schema_arrow)[0]
+            metadata = parquet_file.metadata
+            chunks = [metadata.row_group(index).column(0) for index in range(metadata.num_row_groups)]
+            with pa.OSFile(str(path)) as stream:
+                for row_group, chunk in enumerate(chunks):
+                    checked = open_bloom_filter(stream, chunk, str(path), ScanMetrics())
+                    assert checked is not None and bitset_range(chunk) == checked.bitset_range, ndv
+                    proven = standard_bitset_range(chunk, standard_writer=True)
+                    assert proven == checked.bitset_range, ndv
+                    metrics = ScanMetrics()
+                    placed = open_bloom_filter(stream, chunk, str(path), metrics, check_header=False)
+                    probes = [*values[row_group * 10_000 : row_group * 10_000 + 20].tolist(), -1, -2, 50_000]
+                    assert [literal_might_be_present(placed, v, leaf) for v in probes] == [
+                        literal_might_be_present(checked, v, leaf) for v in probes
+                    ]
+                    assert metrics.bytes_read == 32 * len(placed.blocks)  # blocks only, no header
+            plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
+            ranges = probe_block_ranges(plan, node, metadata=metadata, leaf_of_field=lambda _, found=leaf: found)
+            # One block per row group for one literal, each inside exactly one range.
+            probed = [_probed_block(chunk, int(values[5])) for chunk in chunks]
+            for block in probed:
+                assert len([r for r in ranges if r[0] <= block and block + 32 <= r[0] + r[1]]) == 1, (ndv, ranges)
+            kept, bytes_read = _prune_reads(path, node, leaf)
+            holding = int(np.flatnonzero(values == values[5])[0]) // 10_000
+            assert holding in kept and (ndv < 200_000 or kept == [holding]), (ndv, kept)  # small filters: all full
+            headers = [r for r in ranges if r[0] in {chunk.bloom_filter_offset for chunk in chunks}]
+            if created_by is None:  # no header is read at all: the blocks alone
+                assert headers == [] and ranges == sorted((block, 32) for block in probed), (ndv, ranges)
+                assert bytes_read == 32 * len(chunks)
+                continue
+            # Else one filter's header is read too, the one whose block lies nearest it, in the same range as that
+            # block when it is near enough.
+            nearest = min(range(len(chunks)), key=lambda index: probed[index] - chunks[index].bloom_filter_offset)
+            assert [r[0] for r in headers] == [chunks[nearest].bloom_filter_offset], (ndv, ranges)
+            folded = probed[nearest] + 32 - chunks[nearest].bloom_filter_offset <= HEADER_FOLD_MAX_BYTES
+            assert len(ranges) == len(chunks) + (0 if folded else 1), (ndv, ranges)
+            assert ndv > 10 or folded  # a small filter comes whole with its header
+            assert bytes_read > 32 * len(chunks)
+
+
+def test_a_filter_of_another_kind_from_an_unknown_writer_is_read_and_never_prunes(tmp_path: Path) -> None:
+    from pyiceberg.expressions import EqualTo as Eq
+
+    from spark_jobs.engine.parquet.predicates import translate_filter
+    from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+
+    values = np.random.default_rng(4).permutation(20_000).astype(np.int64)
+    table = pa.table([pa.array(values)], schema=pa.schema([_field("id", pa.int64(), 1)]))
+    path = tmp_path / "other-kind.parquet"
+    pq.write_table(table, path, row_group_size=5_000, bloom_filter_options={"id": {"ndv": 5_000, "fpp": 0.01}})
+    _with_created_by(path, b"some-other-writer version 26.0")
+    # Each header's algorithm now names union member 2 (no such kind today; same length, so the metadata agrees).
+    data = bytearray(path.read_bytes())
+    metadata = pq.ParquetFile(path).metadata
+    for row_group in range(metadata.num_row_groups):
+        offset = metadata.row_group(row_group).column(0).bloom_filter_offset
+        algorithm = data.index(b"\x1c\x1c\x00\x00", offset)
+        assert algorithm - offset <= 6  # right after numBytes
+        data[algorithm + 1] = 0x2C
+    path.write_bytes(bytes(data))
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    leaf = file_leaf_columns(pq.ParquetFile(path).schema, pq.ParquetFile(path).schema_arrow)[0]
+    absent = 20_000 + 7  # in no row group: a filter of the spec's kind would rule every row group out
+    node = translate_filter(Eq("id", absent).bind(schema))
+    kept, bytes_read = _prune_reads(path, node, leaf)
+    assert kept == [0, 1, 2, 3] and bytes_read > 0  # headers read; filters of an unknown kind prune nothing
+    data_file = DataFileSlice(f"file:{path}", path.stat().st_size, table.num_rows, 0, length=path.stat().st_size)
+    for wanted in (int(values[17]), int(values[12_345]), absent):
+        metrics = ScanMetrics()
+        batches = read_data_file(data_file, scan_context(schema, [1], Eq("id", wanted)), metrics=metrics)
+        assert [v for batch in batches for v in batch.column(0).to_pylist()] == ([] if wanted == absent else [wanted])
+        assert metrics.row_groups_pruned_by_bloom_filter == 0
