@@ -46,7 +46,7 @@ sys.path.insert(0, str(BENCH_DIR))
 import side_by_side_jobs as sbs  # noqa: E402
 from run_info import RunStart, load_average  # noqa: E402
 
-JOB_GROUPS = ("scan", "ingest", "upsert", "compact", "rewrite", "cold", "first_read")
+JOB_GROUPS = ("scan", "scan_aggregate", "ingest", "upsert", "compact", "rewrite", "cold", "first_read")
 
 
 class Runner:
@@ -200,7 +200,14 @@ class SideBySide:
 
     # ---------------------------------------------------------------- reads
     def scan_jobs(self) -> None:
-        """count + sum over each table, full and 0.1% range (warm sessions)."""
+        """count + sum over each table, full and 0.1% range (warm sessions); ours through a DataFrame of ``load``."""
+        self._scans("query", "")
+
+    def scan_aggregate_jobs(self) -> None:
+        """The same queries, ours through ``read.aggregate`` (partials folded on the executors, one Spark stage)."""
+        self._scans("aggregate", " (ours: read.aggregate)")
+
+    def _scans(self, our_op: str, how: str) -> None:
         first = self.built["mor_pos_first_snapshot"]
         for query in sbs.queries(self.args.rows):
             snapshot = first if query.at_first_snapshot else None
@@ -210,12 +217,13 @@ class SideBySide:
 
             def run_ours(query: sbs.Query = query, snapshot: int | None = snapshot) -> Run:
                 return as_run(
-                    self.ours.must("query", table=query.table, row_filter=query.row_filter(), snapshot_id=snapshot)
+                    self.ours.must(our_op, table=query.table, row_filter=query.row_filter(), snapshot_id=snapshot)
                 )
 
             description = f"count(*), sum(price) of {query.table}" + (" at its first snapshot" if snapshot else "")
-            description += f" where {query.where_sql()}" if query.k_range else ""
-            self.rounds(JobResult(query.name, description), run_java, run_ours, check=same_answer)
+            description += (f" where {query.where_sql()}" if query.k_range else "") + how
+            name = query.name if our_op == "query" else query.name.replace("scan_", "aggregate_", 1)
+            self.rounds(JobResult(name, description), run_java, run_ours, check=same_answer)
 
     # ---------------------------------------------------------------- ingest
     def ingest_jobs(self) -> None:

@@ -7,6 +7,7 @@ environment variables before Spark starts (Spark's Python workers inherit them).
 
 What each request runs is what a user of the project runs:
 - ``query``: ``spark_jobs.read.load`` (columns and row filter given) then count and sum on the DataFrame;
+- ``aggregate``: the same count and sum through ``spark_jobs.read.aggregate`` (folded where the rows are decoded);
 - ``ingest_generated``: the ingest engine entry on a DataFrame of generated rows (the job's path after its source
   is read); ``ingest_parquet``: the ingest job's ``main`` with ``--source`` (the whole job but the JVM start);
 - ``upsert``: the ingest engine entry, mode upsert keyed on ``id`` (position deletes, merge-on-read);
@@ -94,6 +95,20 @@ class OurRunner:
         )
         row = frame.agg(F.count(F.lit(1)).alias("n"), F.sum("price").alias("s")).first()
         return {"count": row["n"], "sum_price": row["s"]}
+
+    def aggregate(self, request: dict[str, Any]) -> dict[str, Any]:
+        """count(*) and sum(price) through ``spark_jobs.read.aggregate`` (one Spark stage, no row to the JVM)."""
+        from spark_jobs.read import aggregate
+
+        values, _counters = aggregate(
+            self.spark,
+            sbs.CATALOG,
+            self.identifier(request["table"]),
+            ["count(*)", "sum(price)"],
+            row_filter=request.get("row_filter"),
+            snapshot_id=request.get("snapshot_id"),
+        )
+        return {"count": values["count(*)"], "sum_price": values["sum(price)"]}
 
     def _ingest(self, table: str, frame: Any, mode: str, key: tuple[str, ...] = ()) -> dict[str, Any]:
         options = self.ingest_engine.IngestOptions(mode=mode, key=key)

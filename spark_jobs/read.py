@@ -7,6 +7,8 @@ Command line (catalog properties come from pyiceberg's configuration, never from
         --output URI [--output-format parquet|csv] [--mode error|overwrite]
     spark-submit spark_jobs/read.py --catalog NAME --table NS.TABLE [--snapshot-id N | --ref NAME | --as-of TS]
         --count
+    spark-submit spark_jobs/read.py --catalog NAME --table NS.TABLE [--snapshot-id N | --ref NAME | --as-of TS]
+        --aggregate "count(*),sum(price),max(ts)" [--filter EXPR]
 
 On success the last line of stdout is one JSON object with the counters; on bad input the exit code is 2, stderr
 has a one-line reason, and nothing is written at ``--output``. An ``--output`` that overlaps the table's location,
@@ -28,6 +30,12 @@ hidden staging directory beside ``--output`` and moved there only when complete,
 ``--count`` prints ``count(*)`` instead of writing: from the manifests alone when no delete file applies (no Spark
 session is started), else the rows of the data files without deletes from the manifests plus a scan of the others;
 the counters say which (``count_from_metadata``).
+
+``--aggregate`` prints the values of ``count(*)``, ``count(col)``, ``sum``, ``min``, ``max``, ``avg`` over the rows
+read (every delete applied, after ``--filter``) as ``aggregates`` in the result line, computed in pyarrow where each
+Spark task decodes its rows and combined on the driver: one Spark stage, no row handed to the JVM
+(``spark/aggregate.py``; types and overflow rules as Spark SQL's, ``engine/read/aggregates.py``). JSON-safe values:
+decimals, dates and timestamps as ISO strings, binary as base64, NaN and infinities as text.
 
 Python API: ``load(spark, catalog, table, ...)`` returns a DataFrame of the table, read by the engine on the
 executors: through ``mapInArrow`` over the tasks planned by ``load`` (the cheaper route for Spark), or, when
@@ -164,6 +172,36 @@ def count(
     return plan.metadata_rows + scanned, counters
 
 
+def aggregate(
+    spark: Any,
+    catalog: str | Any,
+    table: str,
+    aggregates: str | list[str],
+    *,
+    row_filter: str | None = None,
+    snapshot_id: int | None = None,
+    ref: str | None = None,
+    as_of: int | str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Aggregates of ``table``'s rows at the chosen snapshot (every delete applied, then ``row_filter``).
+
+    ``aggregates`` is ``"count(*), sum(price)"`` or a list of such items: ``count(*)``, ``count(col)``, ``sum``,
+    ``min``, ``max``, ``avg`` of top-level columns. Returns the values by label (``"sum(price)"``) as Spark SQL's
+    aggregate over ``load(...)`` returns them (Python ints, floats, Decimals, strings, dates, timestamps: aware
+    in UTC for ``timestamptz``), and counters saying how they were computed. Each Spark task folds its own rows
+    with pyarrow and returns one partial: one Spark stage, no row handed to the JVM. ``count(*)`` alone without a
+    filter is answered from the manifests where no delete applies (``aggregates_from_metadata``). With ``spark``
+    None the tasks run in this process. A function the column's type does not take is bad input (UserInputError).
+    """
+    from spark_jobs.spark.aggregate import aggregate_table
+
+    if spark is not None:
+        engine_on_executors(spark)
+    return aggregate_table(
+        spark, catalog, table, aggregates, row_filter=row_filter, snapshot_id=snapshot_id, ref=ref, as_of=as_of
+    )
+
+
 def _count_by_scan(spark: Any, catalog: Any, table: Any, target: Any, paths: frozenset[str]) -> int:
     """Rows of the data files ``paths`` with their deletes applied, reading one narrow column."""
     import dataclasses
@@ -208,6 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--filter", dest="row_filter", help='row filter in pyiceberg\'s syntax, e.g. "id > 5"')
     parser.add_argument("--output", help="where to write the result (a directory URI); required without --count")
     parser.add_argument("--count", action="store_true", help="print count(*) instead of writing rows")
+    parser.add_argument(
+        "--aggregate",
+        help='print aggregates instead of writing rows, e.g. "count(*),sum(price),max(ts)" (count, sum, min, max, avg)',
+    )
     parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet")
     parser.add_argument(
         "--mode", choices=WRITE_MODES, default="error", help="error: fail if --output exists; overwrite: replace it"
@@ -219,6 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the read job; returns the result the last stdout line carries."""
     args = build_parser().parse_args(argv)
+    if args.aggregate is not None:
+        return _aggregate_job(args)
     if args.count:
         return _count_job(args)
     if args.output is None:
@@ -321,6 +365,42 @@ def _count_job(args: argparse.Namespace) -> dict[str, Any]:
         "count": rows,
         "counters": counters,
         "seconds": {"count": round(time.perf_counter() - started, 3)},
+    }
+
+
+def _aggregate_job(args: argparse.Namespace) -> dict[str, Any]:
+    """``--aggregate``: the values in the result line (``aggregate``); Spark starts unless the manifests answer."""
+    from spark_jobs.engine.read.aggregates import bind_aggregates, json_safe, parse_aggregates
+    from spark_jobs.engine.table.catalog import load_catalog, load_table
+    from spark_jobs.engine.table.snapshots import resolve_read_target
+
+    if args.output is not None or args.columns is not None or args.count:
+        raise UsageError("spark_jobs/read.py: --aggregate takes no --output, --columns or --count")
+    started = time.perf_counter()
+    catalog = load_catalog(args.catalog)
+    table = load_table(catalog, args.table)
+    target = resolve_read_target(table, snapshot_id=args.snapshot_id, ref=args.ref, as_of=args.as_of)
+    plan = bind_aggregates(parse_aggregates(args.aggregate), target.schema, ".".join(table.name()))
+    spark = None
+    if not (plan.only_count_rows and args.row_filter is None):
+        spark = spark_session(f"iceberg-aggregate {args.table}")
+    else:  # count(*) alone: Spark only when some data file has deletes
+        from spark_jobs.engine.planning.row_count import plan_count
+
+        if not plan_count(table, target.snapshot).answered_from_metadata:
+            spark = spark_session(f"iceberg-aggregate {args.table}")
+    snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
+    values, counters = aggregate(
+        spark, catalog, args.table, args.aggregate, row_filter=args.row_filter, snapshot_id=snapshot_id
+    )
+    return {
+        "status": "ok",
+        "job": "read",
+        "table": ".".join(table.name()),
+        "snapshot_id": snapshot_id,
+        "aggregates": json_safe(values),
+        "counters": counters,
+        "seconds": {"aggregate": round(time.perf_counter() - started, 3)},
     }
 
 

@@ -1,4 +1,4 @@
-"""Merge-on-read export of an Iceberg table at a snapshot, ref or time: ``spark_jobs/read.py`` as an operator."""
+"""Merge-on-read export or aggregates of an Iceberg table at a snapshot, ref or time: ``spark_jobs/read.py``."""
 
 from __future__ import annotations
 
@@ -19,12 +19,22 @@ if TYPE_CHECKING:
 
 class IcebergReadOperator(IcebergSparkJobOperator):
     """
-    Read an Iceberg table with every delete applied and write the rows to ``output_path`` (Parquet or CSV).
+    Read an Iceberg table with every delete applied and write the rows to ``output_path`` (Parquet or CSV), or
+    compute ``aggregates`` over them.
 
     At most one of ``snapshot_id``, ``ref`` and ``as_of`` picks the snapshot (default: the current one). Returns the
-    job's result line: ``snapshot_id``, ``rows_out``, pruning counters and seconds per phase.
+    job's result line: ``snapshot_id``, ``rows_out``, pruning counters and seconds per phase. With ``aggregates``
+    nothing is written: the result's ``aggregates`` maps each one (``"sum(price)"``) to its value, computed where
+    each Spark task decodes its rows (one Spark stage) with Spark SQL's result types. The XCom is JSON: counts and
+    integer sums are numbers, float sums, averages, min and max of numbers are numbers (NaN and infinities as the
+    strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``); decimals are strings (``"1234.5600"``, exact), dates and
+    timestamps ISO-8601 strings (``timestamptz`` in UTC with ``+00:00``), binary base64; an aggregate of no values
+    is null (a count is 0).
 
-    :param output_path: Directory URI to write the rows to. (templated)
+    :param output_path: Directory URI to write the rows to; exactly one of it and ``aggregates``. (templated)
+    :param aggregates: Aggregates instead of an export, a list or a comma-separated string: ``count(*)``,
+        ``count(col)``, ``sum(col)``, ``min(col)``, ``max(col)``, ``avg(col)`` of top-level columns, after
+        ``row_filter``. A function the column's type does not take fails the task as bad input. (templated)
     :param snapshot_id: Read this snapshot. (templated)
     :param ref: Read the head of this branch or tag. (templated)
     :param as_of: Read the snapshot current at this time: epoch milliseconds or ISO-8601. (templated)
@@ -39,6 +49,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
     template_fields: Sequence[str] = (
         *IcebergSparkJobOperator.template_fields,
         "output_path",
+        "aggregates",
         "snapshot_id",
         "ref",
         "as_of",
@@ -52,7 +63,8 @@ class IcebergReadOperator(IcebergSparkJobOperator):
     def __init__(
         self,
         *,
-        output_path: str,
+        output_path: str | None = None,
+        aggregates: str | Sequence[str] | None = None,
         snapshot_id: int | str | None = None,
         ref: str | None = None,
         as_of: int | str | None = None,
@@ -63,8 +75,13 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         split_size: int | str | None = None,
         **kwargs: Any,
     ) -> None:
+        if (output_path is None) == (aggregates is None):
+            raise ValueError(
+                f"IcebergReadOperator on {kwargs.get('table')!r} needs exactly one of output_path= and aggregates="
+            )
         super().__init__(**kwargs)
         self.output_path = output_path
+        self.aggregates = aggregates
         self.snapshot_id = snapshot_id
         self.ref = ref
         self.as_of = as_of
@@ -84,17 +101,24 @@ class IcebergReadOperator(IcebergSparkJobOperator):
             snapshot_id = current_snapshot_id
         else:
             snapshot_id = None  # a ref or a time: resolved by the job
-        return [TableVersion(snapshot_id)], [Files(self.output_path)]
+        return [TableVersion(snapshot_id)], [Files(self.output_path)] if self.output_path else []
 
     def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
-        """``--catalog --table`` and the read options that are set."""
+        """``--catalog --table``, the snapshot, and the export's or the aggregates' options that are set."""
+        snapshot: list[tuple[str, Any]] = [
+            ("--catalog", catalog_name),
+            ("--table", self.table),
+            ("--snapshot-id", self.snapshot_id),
+            ("--ref", self.ref),
+            ("--as-of", self.as_of),
+        ]
+        if self.aggregates is not None:  # joined as columns are
+            return flag_arguments(
+                [*snapshot, ("--filter", self.row_filter), ("--aggregate", column_list(self.aggregates))]
+            )
         return flag_arguments(
             [
-                ("--catalog", catalog_name),
-                ("--table", self.table),
-                ("--snapshot-id", self.snapshot_id),
-                ("--ref", self.ref),
-                ("--as-of", self.as_of),
+                *snapshot,
                 ("--columns", column_list(self.columns)),
                 ("--filter", self.row_filter),
                 ("--output", self.output_path),

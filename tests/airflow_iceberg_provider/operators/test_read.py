@@ -228,3 +228,40 @@ def test_reads_on_the_standalone_cluster_from_a_postgresql_catalog(
     assert task_state(dag_run, "read_eu") == "success"
     assert xcom_return_value(dag_run, "read_eu")["rows_out"] == 500
     assert pq.read_table(output).column("region").unique().to_pylist() == ["eu"]
+
+
+def test_aggregates_replace_the_export_on_the_command_line() -> None:
+    operator = IcebergReadOperator(
+        task_id="totals",
+        catalog="lake",
+        table="sales.orders",
+        aggregates=["count(*)", "sum(amount)", "max(ts)"],
+        row_filter="region = 'eu'",
+        ref="audit",
+    )
+    assert operator.job_arguments("lake", context={}) == [
+        *["--catalog", "lake", "--table", "sales.orders", "--ref", "audit", "--filter", "region = 'eu'"],
+        *["--aggregate", "count(*),sum(amount),max(ts)"],
+    ]
+    assert operator.lineage_datasets(None, 7)[1] == []
+    for kwargs in ({}, {"output_path": "/o", "aggregates": "count(*)"}):
+        with pytest.raises(ValueError, match="exactly one of output_path= and aggregates="):
+            IcebergReadOperator(task_id="a", catalog="lake", table="sales.orders", **kwargs)
+
+
+@pytest.mark.spark
+def test_aggregates_come_back_in_the_xcom_as_json(airflow_db, spark_connection, events_table, testing_catalog) -> None:
+    first_snapshot = testing_catalog.load_table(events_table).snapshots()[0].snapshot_id
+    operator = IcebergReadOperator(
+        task_id="totals",
+        catalog="testing",
+        table=events_table,
+        aggregates="count(*), sum(id), max(category), min(id)",
+        row_filter="id >= 3",
+        snapshot_id=first_snapshot,
+        conf=QUIET,
+    )
+    result = operator.execute(context={})
+    assert json.loads(json.dumps(result)) == result
+    assert result["snapshot_id"] == first_snapshot
+    assert result["aggregates"] == {"count(*)": 7, "sum(id)": sum(range(3, 10)), "max(category)": "b", "min(id)": 3}
