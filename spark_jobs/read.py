@@ -35,7 +35,8 @@ the counters say which (``count_from_metadata``).
 read (every delete applied, after ``--filter``) as ``aggregates`` in the result line, computed in pyarrow where each
 Spark task decodes its rows and combined on the driver: one Spark stage, no row handed to the JVM
 (``spark/aggregate.py``; types and overflow rules as Spark SQL's, ``engine/read/aggregates.py``). JSON-safe values:
-decimals, dates and timestamps as ISO strings, binary as base64, NaN and infinities as text.
+decimals, dates and timestamps as ISO strings, binary as base64, NaN and infinities as text; ``rows_out`` is the
+number of rows aggregated and ``output`` is null.
 
 Python API: ``load(spark, catalog, table, ...)`` returns a DataFrame of the table, read by the engine on the
 executors: through ``mapInArrow`` over the tasks planned by ``load`` (the cheaper route for Spark), or, when
@@ -398,8 +399,11 @@ def _aggregate_job(args: argparse.Namespace) -> dict[str, Any]:
         "job": "read",
         "table": ".".join(table.name()),
         "snapshot_id": snapshot_id,
+        "output": None,
+        "output_format": None,
         "aggregates": json_safe(values),
         "counters": counters,
+        "rows_out": counters["rows_aggregated"],  # the rows the aggregates ran over: deletes and filter applied
         "seconds": {"aggregate": round(time.perf_counter() - started, 3)},
     }
 

@@ -97,6 +97,7 @@ def aggregate_table(
         counters.update(count_plan.counters())
         if count_plan.answered_from_metadata:
             counters["aggregates_from_metadata"] = True
+            counters["rows_aggregated"] = count_plan.metadata_rows
             log.info("%s of %s answered from the %s", plan.labels[0], table_name, count_plan.source)
             return {plan.labels[0]: count_plan.metadata_rows}, counters
         metadata_rows, scan_only = count_plan.metadata_rows, count_plan.files_to_scan
@@ -126,6 +127,7 @@ def aggregate_table(
     for key, value in executor_counters.items():
         counters[key] = counters.get(key, 0) + value
     counters["aggregate_tasks"] = len(session.tasks)
+    counters["rows_aggregated"] = counters.get("rows_out", 0) + metadata_rows
     values = plan.combine(partials, ansi=ansi)
     if scan_only is not None:
         values[plan.labels[0]] += metadata_rows

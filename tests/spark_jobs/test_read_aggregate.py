@@ -13,6 +13,7 @@ import pytest
 
 from spark_jobs import read as read_job
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.job_contract import missing_result_fields
 from spark_jobs.job_support import EXIT_USAGE, run_job
 from tests.support.conformance import load_queries
 
@@ -110,9 +111,11 @@ def test_count_star_alone_comes_from_the_manifests_where_no_delete_applies(spark
     values, counters = read_job.aggregate(spark, "conformance", "corpus.v1_cow", "count(*)")
     assert values == {"count(*)": QUERIES["corpus.v1_cow-full_scan"].row_count}
     assert counters["aggregates_from_metadata"] is True and counters["count_source"] == "manifest-list"
+    assert counters["rows_aggregated"] == values["count(*)"]
     values, counters = read_job.aggregate(spark, "conformance", "corpus.mor_v3_dv", ["count(*)"])
     assert values == {"count(*)": QUERIES["corpus.mor_v3_dv-full_scan"].row_count}
     assert counters["aggregates_from_metadata"] is False and counters["aggregate_tasks"] >= 1
+    assert counters["rows_aggregated"] == values["count(*)"]
 
 
 def test_the_read_job_prints_json_safe_aggregates(spark, conformance_catalog):
@@ -134,7 +137,8 @@ def test_the_read_job_prints_json_safe_aggregates(spark, conformance_catalog):
         "max(ts)": expected["max(ts)"].isoformat(),
         "max(score)": expected["max(score)"],
     }
-    assert result["counters"]["rows_out"] == expected["count(*)"] > 0
+    assert result["rows_out"] == result["counters"]["rows_out"] == expected["count(*)"] > 0
+    assert missing_result_fields(result) == []
 
 
 @pytest.mark.parametrize(
