@@ -176,7 +176,7 @@ def count(
 def aggregate(
     spark: Any,
     catalog: str | Any,
-    table: str,
+    table: str | Any,
     aggregates: str | list[str],
     *,
     row_filter: str | None = None,
@@ -186,13 +186,14 @@ def aggregate(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Aggregates of ``table``'s rows at the chosen snapshot (every delete applied, then ``row_filter``).
 
-    ``aggregates`` is ``"count(*), sum(price)"`` or a list of such items: ``count(*)``, ``count(col)``, ``sum``,
-    ``min``, ``max``, ``avg`` of top-level columns. Returns the values by label (``"sum(price)"``) as Spark SQL's
-    aggregate over ``load(...)`` returns them (Python ints, floats, Decimals, strings, dates, timestamps: aware
-    in UTC for ``timestamptz``), and counters saying how they were computed. Each Spark task folds its own rows
-    with pyarrow and returns one partial: one Spark stage, no row handed to the JVM. ``count(*)`` alone without a
-    filter is answered from the manifests where no delete applies (``aggregates_from_metadata``). With ``spark``
-    None the tasks run in this process. A function the column's type does not take is bad input (UserInputError).
+    ``table`` is ``ns.table`` or a loaded pyiceberg Table. ``aggregates`` is ``"count(*), sum(price)"`` or a list
+    of such items: ``count(*)``, ``count(col)``, ``sum``, ``min``, ``max``, ``avg`` of top-level columns. Returns
+    the values by label (``"sum(price)"``) as Spark SQL's aggregate over ``load(...)`` returns them (Python ints,
+    floats, Decimals, strings, dates, timestamps: aware in UTC for ``timestamptz``), and counters saying how they
+    were computed. Each Spark task folds its own rows with pyarrow and returns one partial: one Spark stage, no row
+    handed to the JVM. ``count(*)`` alone without a filter is answered from the manifests where no delete applies
+    (``aggregates_from_metadata``). With ``spark`` None the tasks run in this process. A function the column's type
+    does not take is bad input (UserInputError).
     """
     from spark_jobs.spark.aggregate import aggregate_table
 
@@ -392,7 +393,7 @@ def _aggregate_job(args: argparse.Namespace) -> dict[str, Any]:
             spark = spark_session(f"iceberg-aggregate {args.table}")
     snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
     values, counters = aggregate(
-        spark, catalog, args.table, args.aggregate, row_filter=args.row_filter, snapshot_id=snapshot_id
+        spark, catalog, table, args.aggregate, row_filter=args.row_filter, snapshot_id=snapshot_id
     )
     return {
         "status": "ok",

@@ -56,7 +56,7 @@ def partials_on_spark(
 def aggregate_table(
     spark: SparkSession | None,
     catalog: str | Any,
-    table: str,
+    table: str | Any,
     aggregates: str | Sequence[str],
     *,
     row_filter: str | None = None,
@@ -84,7 +84,7 @@ def aggregate_table(
     log = logging.getLogger("spark_jobs.read")
     parsed = parse_aggregates(aggregates)
     catalog_object = load_catalog(catalog) if isinstance(catalog, str) else catalog
-    iceberg_table = load_table(catalog_object, table)
+    iceberg_table = load_table(catalog_object, table) if isinstance(table, str) else table  # or a loaded Table
     table_name = ".".join(iceberg_table.name())
     target = resolve_read_target(iceberg_table, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
     plan = bind_aggregates(parsed, target.schema, table_name)

@@ -12,7 +12,7 @@ from pyiceberg.types import DecimalType, LongType, NestedField
 from spark_jobs.engine.read.aggregates import AggregateOverflowError, bind_aggregates, parse_aggregates
 from spark_jobs.spark.aggregate import ANSI_CONF, aggregate_table, ansi_enabled
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark35]  # the route needs nothing of Spark 4
 
 
 def test_an_aggregate_is_one_spark_job_of_one_stage(spark, conformance_catalog):
