@@ -113,7 +113,7 @@ def load(
     )
     engine_on_executors(spark)
     if not python_filter_pushdown_enabled(spark):
-        frame, _executor_counters = dataframe_from_session(spark, session)
+        frame = dataframe_from_session(spark, session)
         if row_filter is None:
             _count_from_metadata(frame, spark, catalog, table, snapshot_id=session.snapshot_id)
         return frame
@@ -220,8 +220,7 @@ def _count_by_scan(spark: Any, catalog: Any, table: Any, target: Any, paths: fro
         return session.to_arrow().num_rows
     from spark_jobs.spark.scan import dataframe_from_session
 
-    frame, _ = dataframe_from_session(spark, session)
-    return int(frame.count())
+    return int(dataframe_from_session(spark, session).count())
 
 
 def _count_from_metadata(frame: Any, spark: Any, catalog: str, table: str, **snapshot: Any) -> None:
@@ -274,7 +273,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from spark_jobs.engine.read.session import open_read_session
     from spark_jobs.engine.table.catalog import load_catalog, load_table, refuse_output_over_tables
     from spark_jobs.spark.files import hadoop_uri, write_output
-    from spark_jobs.spark.scan import dataframe_from_session, read_parallelism
+    from spark_jobs.spark.scan import counted_dataframe_from_session, read_parallelism
 
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     phases: dict[str, float] = {"plan": 0.0}
@@ -317,7 +316,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         session = plan(parallelism)
     log.info("read and write to %s (%s) ...", args.output, args.output_format)
     started = time.perf_counter()
-    frame, executor_counters = dataframe_from_session(spark, session)
+    frame, executor_counters = counted_dataframe_from_session(spark, session)
     spark_output = hadoop_uri(spark, args.output)
     if spark_output is not None:  # a file system Spark's JVM has (local, HDFS, S3A on a cluster that has it)
         options = {"header": "true"} if args.output_format == "csv" else {}

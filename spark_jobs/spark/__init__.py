@@ -4,7 +4,7 @@ imports pyspark. Each adapter runs the engine's work on Spark and keeps Spark's 
 - ``types``: Spark <-> Arrow type conversion, in one place.
 - ``filters``: Spark filters pushed to the data source, translated to Iceberg expressions when exact.
 - ``source``: the ``iceberg_mor`` Python data source (planning on the driver, ``read.task_scan`` on executors).
-- ``scan``: a planned read as a DataFrame through ``mapInArrow``, counters gathered with an accumulator.
+- ``scan``: a planned read as a DataFrame through ``mapInArrow``, counters gathered with an accumulator if asked.
 - ``write``: executors write data and delete files with ``mapInArrow``; the table's key columns with positions.
 - ``ingest``: the Spark work of the ingest modes (row checks, writes, key positions) around what ``engine.ingest``
   decides to commit.

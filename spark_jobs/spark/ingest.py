@@ -401,7 +401,7 @@ def _overwrite(job: _Job) -> SnapshotChange | None:
     """Overwrite by filter (matching rows replaced) or dynamically (the new data's partitions replaced)."""
     if job.options.overwrite_filter is not None:
         keep = rows_to_keep(job.table, job.options.overwrite_filter)
-        kept_rows, _ = dataframe_from_tasks(job.spark, keep.tasks, keep.context)
+        kept_rows = dataframe_from_tasks(job.spark, keep.tasks, keep.context)
         kept_rows = conform_dataframe(kept_rows, job.context.schema, spark_types_of(job.context.schema))
         job.written += write_dataframe(_dataframe(job.rows).unionByName(kept_rows), job.context)
         return overwrite_change(job.written, set(keep.removed_paths), kept_free=None)

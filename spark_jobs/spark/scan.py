@@ -2,9 +2,11 @@
 
 Two routes share ``read.task_scan.read_task``:
 - ``dataframe_from_session`` / ``dataframe_from_tasks``: a DataFrame over planned scan tasks and their context: one
-  Spark partition per scan task, read with ``mapInArrow``, counters summed by an accumulator. The read job,
-  ``read.load`` and an overwrite's kept rows use it; a query through it costs Spark about a third less than
-  through a Python data source (BENCHMARKS.md).
+  Spark partition per scan task, read with ``mapInArrow``. ``read.load``, ``count`` and an overwrite's kept rows
+  use it; a query through it costs Spark about a third less than through a Python data source (BENCHMARKS.md).
+  ``counted_dataframe_from_session`` adds the executors' counters, summed by an accumulator (the read job reports
+  them); only a caller that reads them asks for one, since every task's accumulator update is a round trip from
+  the JVM to the driver's Python process before the job ends (~20 ms a query on a warm local session).
 - ``dataframe_from_source``: the ``iceberg_mor`` Python data source (``spark.source``); ``read.load`` uses it when
   Spark's Python filter pushdown is on, so that Spark filters on the result are pushed into the engine. Spark 3.5
   has no Python data sources: there the flag is taken as off.
@@ -96,21 +98,36 @@ def task_payloads(batches: Iterator[pa.RecordBatch], closed_over: Sequence[bytes
             yield from column.to_pylist()
 
 
-def dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[DataFrame, Accumulator[dict[str, int]]]:
-    """A DataFrame reading ``session``'s tasks, and the accumulator its executors add their counters to."""
+def dataframe_from_session(spark: SparkSession, session: ReadSession) -> DataFrame:
+    """A DataFrame reading ``session``'s tasks (no executor counters: see ``counted_dataframe_from_session``)."""
     return dataframe_from_tasks(spark, session.tasks, session.context)
 
 
-def dataframe_from_tasks(
-    spark: SparkSession, tasks: Sequence[ScanTask], context: ScanContext
+def counted_dataframe_from_session(
+    spark: SparkSession, session: ReadSession
 ) -> tuple[DataFrame, Accumulator[dict[str, int]]]:
-    """A DataFrame reading ``tasks`` with ``context`` (one Spark task each), and its executors' counters."""
+    """A DataFrame reading ``session``'s tasks, and the accumulator its executors add their counters to."""
+    accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
+    return _read_tasks(spark, session.tasks, session.context, accumulator), accumulator
+
+
+def dataframe_from_tasks(spark: SparkSession, tasks: Sequence[ScanTask], context: ScanContext) -> DataFrame:
+    """A DataFrame reading ``tasks`` with ``context`` (one Spark task each), without executor counters."""
+    return _read_tasks(spark, tasks, context, None)
+
+
+def _read_tasks(
+    spark: SparkSession,
+    tasks: Sequence[ScanTask],
+    context: ScanContext,
+    accumulator: Accumulator[dict[str, int]] | None,
+) -> DataFrame:
+    """``tasks`` read by ``mapInArrow``, one Spark task each; each adds its counters to ``accumulator`` if given."""
     spark_schema = spark_schema_of(context.output_schema)
     arrow_schema = spark_arrow_schema_of(context.output_schema)
-    accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
     payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
     if not payloads:
-        return spark.createDataFrame([], spark_schema), accumulator
+        return spark.createDataFrame([], spark_schema)
     rows, closed_over = task_rows(spark, payloads)
 
     def read_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -118,9 +135,10 @@ def dataframe_from_tasks(
         for payload in task_payloads(batches, closed_over):
             for out in read_task(pickle.loads(payload), context, metrics):
                 yield conform_batch(out, arrow_schema)
-        accumulator.add(metrics.as_dict())
+        if accumulator is not None:
+            accumulator.add(metrics.as_dict())
 
-    return rows.mapInArrow(read_partition, spark_schema), accumulator
+    return rows.mapInArrow(read_partition, spark_schema)
 
 
 def dataframe_from_source(spark: SparkSession, options: dict[str, Any], schema: StructType | None = None) -> DataFrame:

@@ -1,4 +1,4 @@
-"""A planned read as a DataFrame: one Spark task per scan task, the executors' counters through an accumulator."""
+"""A planned read as a DataFrame: a Spark task per scan task; executor counters through an accumulator if asked."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from spark_jobs.spark.scan import (
     FILTER_PUSHDOWN_CONF,
     PYTHON_DATA_SOURCES,
     ScanMetricsParam,
+    counted_dataframe_from_session,
     dataframe_from_session,
     python_filter_pushdown_enabled,
     read_parallelism,
@@ -27,7 +28,7 @@ def test_the_dataframe_reads_the_sessions_rows_and_sums_the_executors_counters(
     monkeypatch.setattr(scan, "CLOSED_OVER_PAYLOAD_BYTES", closed_over_bytes)
     session = open_read_session(conformance_catalog, "corpus.mor_v2_pos", columns=["id"], row_filter="id < 500")
     expected = sorted(session.to_arrow().column("id").to_pylist())
-    frame, accumulator = dataframe_from_session(spark, session)
+    frame, accumulator = counted_dataframe_from_session(spark, session)
     assert frame.rdd.getNumPartitions() == len(session.tasks) > 1
     assert sorted(row.id for row in frame.collect()) == expected
     counters = accumulator.value
@@ -35,10 +36,23 @@ def test_the_dataframe_reads_the_sessions_rows_and_sums_the_executors_counters(
     assert counters["tasks"] == 0  # planning counters stay with the driver's session
 
 
+def test_a_dataframe_without_counters_reads_the_same_rows_and_creates_no_accumulator(
+    spark, conformance_catalog
+) -> None:
+    # Each accumulator update is a round trip from the JVM to this process before the job ends: a DataFrame whose
+    # counters nobody reads (``read.load``, ``count``, an overwrite's kept rows) must not register one.
+    session = open_read_session(conformance_catalog, "corpus.mor_v2_pos", columns=["id"], row_filter="id < 500")
+    expected = sorted(session.to_arrow().column("id").to_pylist())
+    accumulators_before = spark.sparkContext._next_accum_id
+    frame = dataframe_from_session(spark, session)
+    assert sorted(row.id for row in frame.collect()) == expected
+    assert spark.sparkContext._next_accum_id == accumulators_before
+
+
 def test_an_empty_plan_is_an_empty_dataframe_with_the_output_columns(spark, conformance_catalog) -> None:
     session = open_read_session(conformance_catalog, "corpus.v1_cow", columns=["ts", "id"], row_filter="id < 0")
     session.plan.tasks.clear()
-    frame, _ = dataframe_from_session(spark, session)
+    frame = dataframe_from_session(spark, session)
     assert frame.columns == ["ts", "id"] and frame.count() == 0
 
 
