@@ -42,6 +42,11 @@ _START_SECONDS: list[float] = []
 # Spark's own log level unless the job is submitted with ``spark.log.level`` (Spark 3.5+), e.g. ``INFO``.
 SPARK_LOG_LEVEL_CONF = "spark.log.level"
 DEFAULT_SPARK_LOG_LEVEL = "WARN"
+# Python workers talk to their executor over a Unix domain socket where Spark offers one (4.1+): over loopback TCP
+# every Python task of this machine waited ~40 ms for its input (BENCHMARKS.md), a selective read's largest fixed
+# cost. A value given to spark-submit (``--conf``) wins.
+PYTHON_WORKER_UNIX_SOCKET_CONF = "spark.python.unix.domain.socket.enabled"
+PYTHON_WORKER_UNIX_SOCKET_SINCE = (4, 1)
 
 
 class UsageError(UserInputError):
@@ -202,6 +207,7 @@ def spark_session(app_name: str) -> Any:
     A session the job starts logs at ``DEFAULT_SPARK_LOG_LEVEL`` unless ``spark.log.level`` is given, and announces
     its start time and its web UI (the provider's "Spark UI" link reads that line). While its SparkContext starts,
     a second thread has the JVM load what the session constructor would load after it (``spark.jvm_warm_up``).
+    A new session gets the ``session_defaults`` spark-submit did not set.
     """
     from pyspark.sql import SparkSession
 
@@ -212,7 +218,13 @@ def spark_session(app_name: str) -> Any:
 
         start_jvm_warm_up()  # what the session constructor loads, loaded while the SparkContext starts
     started = time.perf_counter()
-    session = SparkSession.builder.appName(app_name).getOrCreate()
+    builder = SparkSession.builder.appName(app_name)
+    if existing is None:
+        import pyspark
+
+        for key, value in session_defaults(_submitted_conf(), pyspark.__version__).items():
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
     if existing is None:  # ours to stop when the job ends; a caller's session (tests, notebooks) is left running
         _SESSIONS_STARTED.append(session)
         _START_SECONDS.append(time.perf_counter() - started)
@@ -228,6 +240,28 @@ def spark_session(app_name: str) -> Any:
         if context.uiWebUrl:
             log.info("Spark UI %s (application %s)", context.uiWebUrl, context.applicationId)
     return session
+
+
+def session_defaults(submitted: Any, spark_version: str) -> dict[str, str]:
+    """The settings a job's new session adds to ``submitted`` (spark-submit's ``SparkConf``): those it lacks."""
+    defaults: dict[str, str] = {}
+    if _major_minor(spark_version) >= PYTHON_WORKER_UNIX_SOCKET_SINCE:
+        defaults[PYTHON_WORKER_UNIX_SOCKET_CONF] = "true"
+    return {key: value for key, value in defaults.items() if not submitted.contains(key)}
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    """``(4, 1)`` of ``"4.1.0"`` or ``"4.1.0.dev1"``; ``(0, 0)`` for what does not start with two numbers."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return (int(match[1]), int(match[2])) if match else (0, 0)
+
+
+def _submitted_conf() -> Any:
+    """The ``SparkConf`` spark-submit (or the environment's ``PYSPARK_SUBMIT_ARGS``) gave this driver's JVM."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # the JVM gateway the session will use: its system properties hold the conf
+    return SparkConf()
 
 
 _ENGINE_SHIPPED_TO: set[str] = set()  # application ids of the SparkContexts the engine was shipped to

@@ -98,3 +98,17 @@ def test_a_spark_start_that_fails_on_the_helper_thread_fails_the_caller_when_it_
     wait = job_support.start_spark_session("demo")
     with pytest.raises(RuntimeError, match="no JVM for demo"):
         wait()
+
+
+def test_a_new_session_talks_to_python_workers_over_a_unix_socket_unless_spark_submit_said_otherwise() -> None:
+    from pyspark import SparkConf
+
+    from spark_jobs.job_support import PYTHON_WORKER_UNIX_SOCKET_CONF, session_defaults
+
+    submitted = SparkConf(loadDefaults=False)
+    assert session_defaults(submitted, "4.2.0") == {PYTHON_WORKER_UNIX_SOCKET_CONF: "true"}
+    assert session_defaults(submitted, "4.1.0.dev1") == {PYTHON_WORKER_UNIX_SOCKET_CONF: "true"}
+    assert session_defaults(submitted, "4.0.1") == {}  # Spark before 4.1 has no such setting
+    assert session_defaults(submitted, "3.5.9") == {}
+    submitted.set(PYTHON_WORKER_UNIX_SOCKET_CONF, "false")
+    assert session_defaults(submitted, "4.2.0") == {}  # spark-submit's --conf wins
