@@ -265,6 +265,7 @@ def _submitted_conf() -> Any:
 
 
 _ENGINE_SHIPPED_TO: set[str] = set()  # application ids of the SparkContexts the engine was shipped to
+_DEFAULTS_HINTED_FOR: set[str] = set()  # application ids ``hint_session_defaults`` looked at
 
 
 @functools.cache
@@ -315,3 +316,26 @@ def engine_on_executors(spark: Any) -> None:
     if not any(Path(entry).name.startswith("spark_jobs") for entry in py_files.split(",") if entry):
         spark.sparkContext.addPyFile(str(engine_zip()))
     _ENGINE_SHIPPED_TO.add(context_id)
+
+
+def hint_session_defaults(spark: Any) -> None:
+    """Log once per SparkContext which ``session_defaults`` a session the jobs did not start lacks (``load``)."""
+    import pyspark
+
+    context_id = spark.sparkContext.applicationId
+    if context_id in _DEFAULTS_HINTED_FOR:
+        return
+    _DEFAULTS_HINTED_FOR.add(context_id)
+    for key, value in session_defaults(_RuntimeConf(spark), pyspark.__version__).items():
+        log.info("Spark application %s: %s=%s would make its reads faster (README, Python API)", context_id, key, value)
+
+
+class _RuntimeConf:
+    """A running session's configuration as ``session_defaults`` asks it (``contains``), one lookup per key."""
+
+    def __init__(self, spark: Any) -> None:
+        self.spark = spark
+
+    def contains(self, key: str) -> bool:
+        """Whether the session has ``key`` set."""
+        return self.spark.conf.get(key, None) is not None

@@ -62,6 +62,7 @@ from spark_jobs.job_support import (
     JobArgumentParser,
     UsageError,
     engine_on_executors,
+    hint_session_defaults,
     run_job,
     spark_session,
     start_spark_session,
@@ -112,6 +113,7 @@ def load(
         parallelism=parallelism,
     )
     engine_on_executors(spark)
+    hint_session_defaults(spark)
     if not python_filter_pushdown_enabled(spark):
         frame = dataframe_from_session(spark, session)
         if row_filter is None:

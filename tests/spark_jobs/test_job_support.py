@@ -112,3 +112,30 @@ def test_a_new_session_talks_to_python_workers_over_a_unix_socket_unless_spark_s
     assert session_defaults(submitted, "3.5.9") == {}
     submitted.set(PYTHON_WORKER_UNIX_SOCKET_CONF, "false")
     assert session_defaults(submitted, "4.2.0") == {}  # spark-submit's --conf wins
+
+
+def test_load_hints_once_per_session_at_a_setting_its_session_lacks(caplog, monkeypatch) -> None:
+    import logging
+    from types import SimpleNamespace
+
+    import pyspark
+
+    from spark_jobs import job_support
+
+    def session(application_id: str, conf: dict[str, str]) -> SimpleNamespace:
+        """What ``hint_session_defaults`` reads of a SparkSession: its application id and its configuration."""
+        return SimpleNamespace(
+            sparkContext=SimpleNamespace(applicationId=application_id),
+            conf=SimpleNamespace(get=lambda key, default=None: conf.get(key, default)),
+        )
+
+    monkeypatch.setattr(pyspark, "__version__", "4.2.0")
+    monkeypatch.setattr(job_support, "_DEFAULTS_HINTED_FOR", set())
+    lacking = session("app-lacking", {})
+    chosen = session("app-chosen", {job_support.PYTHON_WORKER_UNIX_SOCKET_CONF: "false"})
+    with caplog.at_level(logging.INFO, logger="spark_jobs"):
+        for spark in (lacking, lacking, chosen):
+            job_support.hint_session_defaults(spark)
+    hints = [record.getMessage() for record in caplog.records if "would make its reads faster" in record.getMessage()]
+    assert len(hints) == 1, hints
+    assert "app-lacking" in hints[0] and f"{job_support.PYTHON_WORKER_UNIX_SOCKET_CONF}=true" in hints[0]
