@@ -1,6 +1,7 @@
 """Our side of the side-by-side benchmark: a warm Spark session running the project's jobs, on request.
 
-Runs in the project's virtualenv. Same protocol as ``side_by_side_java.py``: one JSON request per line on stdin,
+Runs in the project's virtualenv, in a session with the settings the project's jobs give theirs
+(``job_support.session_defaults``). Same protocol as ``side_by_side_java.py``: one JSON request per line on stdin,
 one reply line (``side_by_side_jobs.RESULT_PREFIX``) on stdout. The tables are the Java environment's: its catalog
 database is opened by pyiceberg's SqlCatalog under the same name (``anchor``), configured through pyiceberg's
 environment variables before Spark starts (Spark's Python workers inherit them).
@@ -60,10 +61,18 @@ class OurRunner:
     """One warm Spark session running our jobs."""
 
     def __init__(self, driver_memory: str) -> None:
+        import pyspark
+        from pyspark import SparkConf
         from pyspark.sql import SparkSession
 
+        from spark_jobs.job_support import session_defaults
+
         builder = SparkSession.builder.appName("side-by-side-ours")
-        for key, value in {**sbs.SPARK_CONF, "spark.driver.memory": driver_memory}.items():
+        # What the project's jobs add to a session they start (Python workers over a Unix socket on Spark 4.1+;
+        # README asks the same of a session of one's own that calls ``load``), then the benchmark's settings.
+        settings = session_defaults(SparkConf(loadDefaults=False), pyspark.__version__)
+        settings.update({**sbs.SPARK_CONF, "spark.driver.memory": driver_memory})
+        for key, value in settings.items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("WARN")
