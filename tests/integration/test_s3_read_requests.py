@@ -342,3 +342,62 @@ def test_ranged_reads_use_the_file_io_keys_and_not_a_token_of_the_process(proxie
         assert read_object_range(io, f"s3://{key}", size - 4, 4) == b"PAR1"
     finally:
         clear_stores()
+
+
+def test_a_point_lookup_reads_only_the_pages_holding_the_row_of_the_other_columns(
+    proxied_table, seaweedfs: SeaweedFS
+) -> None:
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+    from pyiceberg.types import DoubleType
+    from pyiceberg.utils.config import Config
+
+    from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
+    from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.engine.table.manifest_cache import manifest_cache
+
+    proxy, _, _ = proxied_table
+    # One row group of 200,000 random ids, `price` (no dictionary) in pages of ~1,000 rows: the page index cannot
+    # narrow `id`, so its chunk is read whole; of `price`, only the one page holding the row is needed.
+    rng = np.random.default_rng(11)
+    ids = rng.permutation(200_000).astype(np.int64)
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+            pa.field("price", pa.float64(), metadata={b"PARQUET:field_id": b"2"}),
+        ]
+    )
+    rows = pa.table([pa.array(ids), pa.array(rng.random(200_000))], schema=schema)
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        rows, sink, row_group_size=200_000, data_page_size=8 * 1024, write_page_index=True, use_dictionary=["id"]
+    )
+    key = "warehouse/s3requests/files/pages.parquet"
+    with seaweedfs.filesystem().open_output_stream(key) as stream:
+        stream.write(sink.getvalue().to_pybytes())
+    direct = {**(Config().get_catalog_config(CATALOG) or {}), "s3.endpoint": seaweedfs.s3_endpoint}
+    table = load_catalog(CATALOG, **direct).create_table(
+        "requests.pages", schema=Schema(NestedField(1, "id", LongType()), NestedField(2, "price", DoubleType()))
+    )
+    with table.transaction() as transaction, transaction.update_snapshot().fast_append() as append:
+        append.append_data_file(parquet_file_to_data_file(table.io, table.metadata, f"s3://{key}"))
+    price_chunk = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata.row_group(0).column(1)
+    for position in (0, 123_456, 199_999):
+        FOOTER_CACHE.clear()
+        manifest_cache().clear()
+        proxy.log.reset()
+        wanted = int(ids[position])
+        result = open_read_session(CATALOG, "requests.pages", row_filter=f"id = {wanted}").to_arrow()
+        assert result.to_pylist() == [{"id": wanted, "price": rows.column("price")[position].as_py()}]
+        gets = [r for r in proxy.log.reset() if r.method == "GET" and r.path.endswith(key)]
+        price_start = price_chunk.data_page_offset
+        price_end = price_start + price_chunk.total_compressed_size
+        price_reads = [
+            r for r in gets if price_start <= _range_start(r) and _range_start(r) + _range_length(r) <= price_end
+        ]
+        # One page, in one request as the chunk would have been (none when the footer's tail holds it), never the
+        # whole chunk.
+        assert len(price_reads) == (0 if position == 199_999 else 1), [r.range for r in gets]
+        assert sum(_range_length(r) for r in price_reads) < price_chunk.total_compressed_size / 50, [
+            r.range for r in gets
+        ]

@@ -68,6 +68,11 @@ class DataFileInput:
             self._stream = SizedObjectFile.open(self.io, self.path, self.size) or open_input(self.io, self.path)
         return self._stream
 
+    @property
+    def is_open(self) -> bool:
+        """Whether the stream has been opened (a read of it then opens nothing)."""
+        return self._stream is not None
+
     def decodes_on_arrow_threads(self, footer: ParquetFooter) -> bool:
         """Whether row groups may decode on Arrow's threads and several at once (an Arrow-native file or fragment)."""
         if self._stream is None and footer.fragment is not None:

@@ -23,7 +23,9 @@
    helper threads. Per unit: evaluate equality delete sets (remembering, per row group, the rows each rejects) and
    then filter conjuncts (cheapest first) on the surviving rows, reading each predicate's columns just before it
    runs (a run reads all its columns at once); read the other projected columns only when rows survive, and keep
-   exactly those rows (deleted positions included).
+   exactly those rows (deleted positions included). On an object store, a unit of one row group whose surviving rows
+   lie in a few pages reads, of each other top-level primitive column, only those pages and its dictionary page
+   (``page_selection``, through the offset index) when that is well under the column chunk.
 7. Yield record batches of at most ``batch_size`` rows with the output fields in order, in read-schema types.
 
 Counting: ``rows_deleted_by_position_deletes`` (or ``..._by_deletion_vectors``, per ``DeletedPositions.kind``)
@@ -54,6 +56,7 @@ from spark_jobs.engine.parquet.name_mapping import (
     parse_name_mapping,
 )
 from spark_jobs.engine.parquet.page_index import page_index_locations, prune_by_page_index
+from spark_jobs.engine.parquet.page_selection import read_selected_rows
 from spark_jobs.engine.parquet.predicates import (
     Constant,
     FilterNode,
@@ -68,7 +71,7 @@ from spark_jobs.engine.parquet.row_filter import FilterConjunct, filter_conjunct
 from spark_jobs.engine.parquet.row_group_filter import FieldStatistics, prune_by_statistics
 from spark_jobs.engine.parquet.row_group_reader import FileColumnResolver, RowGroupColumns
 from spark_jobs.engine.parquet.row_selection import select_rows
-from spark_jobs.engine.parquet.schema_projection import file_schema_of
+from spark_jobs.engine.parquet.schema_projection import file_schema_of, project_column
 from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.shared.bounded_cache import BoundedCache
@@ -170,6 +173,9 @@ def read_data_file(
         # pre_buffer coalesces the column chunk reads of one call into few ranged reads: for object stores; on a
         # local disk it only adds a copy.
         pre_buffer = native_file and not _is_local(data_file.path)
+        # On an object store, a filtered read of an open stream that reads ranges on any thread may read the pages
+        # holding a few kept rows instead of whole column chunks (``page_selection``).
+        read_at = getattr(source.stream, "read_at", None) if filtered and pre_buffer and source.is_open else None
         plan_sizes = {row_group: metadata.row_group(row_group).total_byte_size for row_group in scanned}
 
         def decode_unit(unit: list[int], unit_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
@@ -199,10 +205,23 @@ def read_data_file(
             )
             if keep is not None and not keep.any():
                 return None, unit_metrics
-            columns.load(output_top_level_ids)
-            arrays = [columns.columns[field_id] for field_id in output_top_level_ids]
+            by_pages = (
+                _read_kept_rows_by_pages(
+                    footer, unit, keep, columns, output_ids=output_top_level_ids, read_at=read_at, metrics=unit_metrics
+                )
+                if read_at is not None and keep is not None
+                else {}
+            )
+            columns.load([field_id for field_id in output_top_level_ids if field_id not in by_pages])
+            arrays = [
+                by_pages[field_id] if field_id in by_pages else columns.columns[field_id]
+                for field_id in output_top_level_ids
+            ]
             if keep is not None:
-                arrays = [select_rows(array, keep) for array in arrays]
+                arrays = [
+                    array if field_id in by_pages else select_rows(array, keep)
+                    for field_id, array in zip(output_top_level_ids, arrays, strict=True)
+                ]
             return pa.Table.from_arrays(arrays, schema=output_schema), unit_metrics
 
         # Decode the next units on helper threads while this one is consumed (each call has its own reader and
@@ -452,6 +471,42 @@ def _field_ids_of(predicates: Sequence[RowPredicate]) -> set[int]:
 def _is_local(path: str) -> bool:
     """True for a path on the local file system (no scheme, or ``file:``)."""
     return "://" not in path or path.startswith("file:")
+
+
+def _read_kept_rows_by_pages(
+    footer: ParquetFooter,
+    unit: list[int],
+    keep: np.ndarray,
+    columns: RowGroupColumns,
+    *,
+    output_ids: list[int],
+    read_at: Any,
+    metrics: ScanMetrics,
+) -> dict[int, Any]:
+    """The kept rows of the unit's output columns not decoded yet, projected, for those whose pages can serve them
+    (``page_selection``: a single row group, top-level primitive columns with an offset index, pages much smaller
+    than the chunk); the others are left to whole-chunk decoding."""
+    if len(unit) != 1:
+        return {}
+    resolver = columns.resolver
+    leaves: dict[int, LeafColumn] = {}
+    for field_id in output_ids:
+        file_leaves = resolver.leaves_by_top_level_id.get(field_id, [])
+        if field_id in columns.columns or field_id not in resolver.file_fields or len(file_leaves) != 1:
+            continue
+        if resolver.file_fields[field_id].field_type.is_primitive:
+            leaves[field_id] = file_leaves[0]
+    if not leaves:
+        return {}
+    values, bytes_read = read_selected_rows(footer, unit[0], leaves, np.flatnonzero(keep), read_at)
+    metrics.bytes_read += bytes_read
+    read_schema = resolver.read_schema
+    return {
+        field_id: project_column(
+            read_schema.find_field(field_id), resolver.file_fields[field_id], column, len(column), footer.path
+        )
+        for field_id, column in values.items()
+    }
 
 
 def _predicates_to_evaluate(

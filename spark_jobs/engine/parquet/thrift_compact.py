@@ -1,4 +1,5 @@
-"""A small reader of the Thrift compact protocol, enough for Parquet's footer, page index and bloom filter headers.
+"""A small reader (and writer) of the Thrift compact protocol, enough for Parquet's footer, page index and bloom
+filter headers.
 
 Parquet stores its metadata as Thrift structs in the compact protocol; pyarrow parses the footer but exposes
 neither the page index nor bloom filter headers, so we decode those structs ourselves. The reader is generic: a
@@ -11,6 +12,8 @@ struct becomes a ``dict`` from field id to value, without a schema.
 3. A list or set starts with one byte: element count in the high nibble (15 = a varint count follows) and element
    type in the low nibble; list booleans are one byte each (1 = true).
 4. A map starts with a varint count and, when non-empty, one byte of key type (high) and value type (low).
+5. ``list_element_spans`` finds where each struct of a top-level list field lies in a buffer (to copy it unchanged);
+   ``CompactWriter`` writes structs of i32, i64, binary, lists and nested structs, field ids ascending.
 """
 
 from __future__ import annotations
@@ -138,3 +141,115 @@ def read_struct(buffer: bytes | memoryview, *, source: str = "<buffer>") -> tupl
     """Decode one struct at the start of ``buffer``; return it with the number of bytes it took."""
     reader = CompactReader(buffer, source=source)
     return reader.read_struct(), reader.position
+
+
+def list_element_spans(buffer: bytes | memoryview, field_id: int, *, source: str = "<buffer>") -> list[tuple[int, int]]:
+    """(start, end) of each element of the list field ``field_id`` of the struct at the start of ``buffer``."""
+    reader = CompactReader(buffer, source=source)
+    current = 0
+    while True:
+        header = reader._read_byte()
+        if header == 0:
+            return []
+        delta, value_type = header >> 4, header & 0x0F
+        current = current + delta if delta else _zigzag(reader._read_varint())
+        if value_type in (_TYPE_BOOLEAN_TRUE, _TYPE_BOOLEAN_FALSE):
+            continue
+        if current != field_id or value_type != _TYPE_LIST:
+            reader._read_value(value_type, 0)
+            continue
+        list_header = reader._read_byte()
+        size, element_type = list_header >> 4, list_header & 0x0F
+        if size == 15:
+            size = reader._read_varint()
+        spans = []
+        for _ in range(size):
+            start = reader.position
+            reader._read_value(element_type, 1)
+            spans.append((start, reader.position))
+        return spans
+
+
+class CompactWriter:
+    """Builds one Thrift compact-protocol struct; fields must be added in ascending id order."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray()
+        self._last_field_id = 0
+
+    def i32(self, field_id: int, value: int) -> CompactWriter:
+        """An i32 field."""
+        self._field_header(field_id, _TYPE_I32)
+        self._varint(_to_zigzag(value))
+        return self
+
+    def i64(self, field_id: int, value: int) -> CompactWriter:
+        """An i64 field."""
+        self._field_header(field_id, _TYPE_I64)
+        self._varint(_to_zigzag(value))
+        return self
+
+    def binary(self, field_id: int, value: bytes) -> CompactWriter:
+        """A binary (or string) field."""
+        self._field_header(field_id, _TYPE_BINARY)
+        self._varint(len(value))
+        self.buffer += value
+        return self
+
+    def struct(self, field_id: int, value: CompactWriter) -> CompactWriter:
+        """A struct field, from a finished writer."""
+        self._field_header(field_id, _TYPE_STRUCT)
+        self.buffer += value.finish()
+        return self
+
+    def i32_list(self, field_id: int, values: list[int]) -> CompactWriter:
+        """A list<i32> field."""
+        self._list_header(field_id, _TYPE_I32, len(values))
+        for value in values:
+            self._varint(_to_zigzag(value))
+        return self
+
+    def binary_list(self, field_id: int, values: list[bytes]) -> CompactWriter:
+        """A list<binary> field."""
+        self._list_header(field_id, _TYPE_BINARY, len(values))
+        for value in values:
+            self._varint(len(value))
+            self.buffer += value
+        return self
+
+    def struct_list(self, field_id: int, encoded_structs: list[bytes]) -> CompactWriter:
+        """A list<struct> field of structs already encoded (each ending with its stop byte)."""
+        self._list_header(field_id, _TYPE_STRUCT, len(encoded_structs))
+        for encoded in encoded_structs:
+            self.buffer += encoded
+        return self
+
+    def finish(self) -> bytes:
+        """The struct's bytes, stop byte included."""
+        return bytes(self.buffer) + b"\x00"
+
+    def _field_header(self, field_id: int, value_type: int) -> None:
+        delta = field_id - self._last_field_id
+        if not 0 < delta <= 15:
+            raise ValueError(f"Thrift fields must be written in ascending id order within 15: {field_id}")
+        self.buffer.append((delta << 4) | value_type)
+        self._last_field_id = field_id
+
+    def _list_header(self, field_id: int, element_type: int, size: int) -> None:
+        self._field_header(field_id, _TYPE_LIST)
+        if size < 15:
+            self.buffer.append((size << 4) | element_type)
+        else:
+            self.buffer.append(0xF0 | element_type)
+            self._varint(size)
+
+    def _varint(self, value: int) -> None:
+        while value >= 0x80:
+            self.buffer.append((value & 0x7F) | 0x80)
+            value >>= 7
+        self.buffer.append(value)
+
+
+def _to_zigzag(value: int) -> int:
+    """Zigzag-encode a signed 64-bit integer."""
+    return (value << 1) ^ (value >> 63)
