@@ -49,7 +49,8 @@ class PageRead:
     """What reading a column's selected rows by pages takes: byte ranges, and the pages' rows and places."""
 
     leaf: LeafColumn
-    dictionary: tuple[int, int] | None  # (offset, length) of the dictionary page
+    dictionary: tuple[int, int] | None  # (offset, length) of the chunk's bytes before its first indexed page
+    dictionary_flagged: bool  # the chunk's metadata places a dictionary page there (else its data pages begin there)
     pages: list[tuple[int, int, int, int]]  # per kept page: (offset, length, first row, row count)
     selected_rows: np.ndarray  # the selected rows' indexes within the row group
 
@@ -103,12 +104,14 @@ def plan_page_read(
         return None
     kept = np.unique(np.searchsorted(first_rows, selected_rows, side="right") - 1)
     pages = [(offsets[i], lengths[i], int(first_rows[i]), int(row_counts[i])) for i in kept.tolist()]
-    dictionary = None
-    if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
-        if not 0 < chunk.dictionary_page_offset < offsets[0]:
-            return None
-        dictionary = (chunk.dictionary_page_offset, offsets[0] - chunk.dictionary_page_offset)
-    read = PageRead(leaf, dictionary, pages, selected_rows)
+    # What precedes the first page the offset index lists is the dictionary page, whether or not the chunk's metadata
+    # says so (some writers leave ``dictionary_page_offset`` unset and start the chunk with it at ``data_page_offset``).
+    flagged = bool(chunk.has_dictionary_page and chunk.dictionary_page_offset)
+    chunk_start = min(chunk.data_page_offset, chunk.dictionary_page_offset if flagged else chunk.data_page_offset)
+    if not 0 < chunk_start <= offsets[0]:
+        return None
+    dictionary = (chunk_start, offsets[0] - chunk_start) if chunk_start < offsets[0] else None
+    read = PageRead(leaf, dictionary, flagged and dictionary is not None, pages, selected_rows)
     chunk_size = chunk.total_compressed_size
     ranges = len(read.ranges)
     if read.size > PAGE_READ_MAX_FRACTION * chunk_size or ranges > PAGE_READ_MAX_RANGES:
@@ -124,10 +127,11 @@ def decode_page_read(
     """The selected rows of the column, decoded from the fetched ranges (``fetched``: bytes by range offset)."""
     body = bytearray(PARQUET_MAGIC)
     dictionary_offset = None
-    if read.dictionary:
-        dictionary_offset = len(body)
-        body += _slice(fetched, *read.dictionary)
     data_offset = len(body)
+    if read.dictionary:
+        dictionary_offset = len(body) if read.dictionary_flagged else None
+        body += _slice(fetched, *read.dictionary)
+        data_offset = len(body) if read.dictionary_flagged else data_offset
     for offset, length, _, _ in read.pages:
         body += _slice(fetched, offset, length)
     rows = sum(count for _, _, _, count in read.pages)
