@@ -46,7 +46,17 @@ sys.path.insert(0, str(BENCH_DIR))
 import side_by_side_jobs as sbs  # noqa: E402
 from run_info import RunStart, load_average  # noqa: E402
 
-JOB_GROUPS = ("scan", "scan_aggregate", "ingest", "upsert", "compact", "rewrite", "cold", "first_read")
+JOB_GROUPS = (
+    "scan",
+    "scan_aggregate",
+    "ingest",
+    "upsert",
+    "compact",
+    "rewrite",
+    "cold",
+    "cold_aggregate",
+    "first_read",
+)
 
 
 class Runner:
@@ -356,6 +366,21 @@ class SideBySide:
             finally:
                 shutil.rmtree(outputs, ignore_errors=True)
 
+    def cold_aggregate_jobs(self) -> None:
+        """One spark-submit per run of count(*) and sum(price): Java's job, and our read job with ``--aggregate``."""
+        submit = self.java.must("spark_submit_args").result
+        by_name = {query.name: query for query in sbs.queries(self.args.rows)}
+        for name in self.args.cold_queries.split(","):
+            query = by_name[name]
+            where = f" where {query.where_sql()}" if query.k_range else ""
+            self.rounds(
+                JobResult(f"cold_aggregate_{name}", f"spark-submit of count(*), sum(price) of {query.table}{where}"),
+                lambda query=query: self._cold_java(query, submit, None),
+                lambda query=query: self._cold_ours(query, submit, None),
+                check=same_answer,
+                warmup=False,
+            )
+
     def _class_archive(self, side: str) -> Path | None:
         """The class-data archive of ``side``'s driver JVM when ``--cold-class-archive`` covers that side."""
         if self.args.cold_class_archive not in (side, "both"):
@@ -399,7 +424,8 @@ class SideBySide:
             publish_class_archive(partial, str(self._class_archive(side)), succeeded=True)
         return run
 
-    def _cold_java(self, query: sbs.Query, submit: dict[str, Any], output: Path) -> Run:
+    def _cold_java(self, query: sbs.Query, submit: dict[str, Any], output: Path | None) -> Run:
+        """Java's one-shot job: the query's rows written to ``output``, or (None) its count and sum printed."""
         java_bin = Path(self.args.java_python).parent
         command = [str(java_bin / "spark-submit"), *common_submit_args()]
         command += ["--jars", submit["jars"]]
@@ -413,17 +439,19 @@ class SideBySide:
         command += java_options_args
         command += [
             str(BENCH_DIR / "side_by_side_java_job.py"),
-            "read",
+            "read" if output is not None else "aggregate",
             "--table",
             f"{sbs.CATALOG}.bench.{query.table}",
         ]
-        command += ["--columns", "price", "--output", str(output)]
+        if output is not None:
+            command += ["--columns", "price", "--output", str(output)]
         if query.where_sql():
             command += ["--where", query.where_sql()]
         env = {**os.environ, "PYSPARK_PYTHON": self.args.java_python, "PYSPARK_DRIVER_PYTHON": self.args.java_python}
         return self._timed_with_archive("java", command, env, partial)
 
-    def _cold_ours(self, query: sbs.Query, submit: dict[str, Any], output: Path) -> Run:
+    def _cold_ours(self, query: sbs.Query, submit: dict[str, Any], output: Path | None) -> Run:
+        """Our read job: the query's rows written to ``output``, or (None) ``--aggregate "count(*),sum(price)"``."""
         from airflow_iceberg_provider.engine_package import engine_zip
 
         command = [str(Path(sys.executable).parent / "spark-submit"), *common_submit_args()]
@@ -437,7 +465,10 @@ class SideBySide:
             "--table",
             f"bench.{query.table}",
         ]
-        command += ["--columns", "price", "--output", str(output), "--mode", "overwrite"]
+        if output is not None:
+            command += ["--columns", "price", "--output", str(output), "--mode", "overwrite"]
+        else:
+            command += ["--aggregate", "count(*),sum(price)"]
         if query.row_filter():
             command += ["--filter", query.row_filter()]
         return self._timed_with_archive("ours", command, {**os.environ, **our_catalog_env(self.args.data_dir)}, partial)
@@ -510,7 +541,10 @@ def timed_process(command: list[str], env: dict[str, str]) -> Run:
     except json.JSONDecodeError:
         result = {"last_line": last}
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return Run(round(seconds, 3), round(cpu, 3), 0, 0, 0, {"seconds": result.get("seconds")})
+    answer = result.get("aggregates") or result  # ours: {"aggregates": {...}}; Java's job: count and sum_price
+    count, total = answer.get("count(*)", answer.get("count")), answer.get("sum(price)", answer.get("sum_price"))
+    answered = {"count": count, "sum_price": total} if count is not None else {}
+    return Run(round(seconds, 3), round(cpu, 3), 0, 0, 0, {"seconds": result.get("seconds"), **answered})
 
 
 def markdown(header: dict[str, Any], results: list[JobResult]) -> str:

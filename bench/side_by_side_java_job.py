@@ -4,6 +4,7 @@ Run by the Java environment's ``spark-submit`` with the Iceberg runtime jars and
 as an Airflow task would run a job: one JVM, one query, then exit.
 
     spark-submit ... side_by_side_java_job.py read --table anchor.bench.T --columns price [--where SQL] --output DIR
+    spark-submit ... side_by_side_java_job.py aggregate --table anchor.bench.T [--where SQL]
     spark-submit ... side_by_side_java_job.py sql --statement "INSERT INTO ..." [--statement ...]
 """
 
@@ -23,6 +24,9 @@ def main() -> None:
     read.add_argument("--columns", required=True)
     read.add_argument("--where")
     read.add_argument("--output", required=True)
+    aggregate = commands.add_parser("aggregate")  # count(*) and sum(price), printed
+    aggregate.add_argument("--table", required=True)
+    aggregate.add_argument("--where")
     sql = commands.add_parser("sql")
     sql.add_argument("--statement", action="append", required=True)
     args = parser.parse_args()
@@ -33,7 +37,14 @@ def main() -> None:
     spark = SparkSession.builder.appName(f"side-by-side-java-{args.command}").getOrCreate()
     session_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    if args.command == "read":
+    answer = {}
+    if args.command == "aggregate":
+        frame = spark.read.format("iceberg").load(args.table)
+        if args.where:
+            frame = frame.where(args.where)
+        row = frame.selectExpr("count(*) AS n", "sum(price) AS s").first()
+        answer = {"count": row["n"], "sum_price": row["s"]}
+    elif args.command == "read":
         frame = spark.read.format("iceberg").load(args.table)
         if args.where:
             frame = frame.where(args.where)
@@ -43,7 +54,8 @@ def main() -> None:
             spark.sql(statement).collect()
     job_seconds = time.perf_counter() - started
     spark.stop()
-    print(json.dumps({"status": "ok", "seconds": {"session": round(session_seconds, 3), "job": round(job_seconds, 3)}}))
+    seconds = {"session": round(session_seconds, 3), "job": round(job_seconds, 3)}
+    print(json.dumps({"status": "ok", **answer, "seconds": seconds}))
 
 
 if __name__ == "__main__":
