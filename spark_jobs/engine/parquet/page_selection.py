@@ -108,8 +108,12 @@ def plan_page_read(
     # says so (some writers leave ``dictionary_page_offset`` unset and start the chunk with it at ``data_page_offset``).
     flagged = bool(chunk.has_dictionary_page and chunk.dictionary_page_offset)
     chunk_start = min(chunk.data_page_offset, chunk.dictionary_page_offset if flagged else chunk.data_page_offset)
-    if not 0 < chunk_start <= offsets[0]:
-        return None
+    chunk_end = chunk_start + chunk.total_compressed_size
+    if not 0 < chunk_start <= offsets[0] or any(
+        not (offsets[0] <= offset and offset + length <= chunk_end)
+        for offset, length in zip(offsets, lengths, strict=True)
+    ):
+        return None  # an offset index that does not describe this chunk: decode the chunk whole, as before
     dictionary = (chunk_start, offsets[0] - chunk_start) if chunk_start < offsets[0] else None
     read = PageRead(leaf, dictionary, flagged and dictionary is not None, pages, selected_rows)
     chunk_size = chunk.total_compressed_size

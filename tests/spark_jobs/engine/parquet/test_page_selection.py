@@ -113,3 +113,41 @@ def test_pages_are_not_read_alone_when_they_would_not_save_enough(tmp_path: Path
     assert plan_page_read(footer, 0, leaf, np.array([20_000]), lambda o, n: data[o : o + n]) is None
     free = plan_page_read(footer, 0, leaf, np.array([20_000]), lambda o, n: data[o : o + n], request_cost_bytes=0)
     assert free is not None and len(free.ranges) == 2
+
+
+def test_an_offset_index_that_does_not_describe_its_chunk_is_not_used(tmp_path: Path) -> None:
+    from spark_jobs.engine.parquet.thrift_compact import CompactReader, CompactWriter
+
+    path = tmp_path / "moved.parquet"
+    pq.write_table(
+        _table().select(["l", "d"]),
+        path,
+        row_group_size=ROWS,
+        data_page_size=1024,
+        use_dictionary=False,
+        write_page_index=True,
+    )
+    data = path.read_bytes()
+    footer, _ = read_footer(pa.BufferReader(data), str(path), len(data))
+    leaf = file_leaf_columns(pq.ParquetFile(path).schema, pq.ParquetFile(path).schema_arrow)[0]
+
+    def read(offset: int, length: int) -> bytes:
+        return data[offset : offset + length]
+
+    assert plan_page_read(footer, 0, leaf, np.array([20_000]), read, request_cost_bytes=0) is not None
+    # The same offset index with its last page moved into the next column's chunk.
+    pages = CompactReader(read(*_offset_index_range(footer))).read_struct()[1]
+    pages[-1][1] += pq.ParquetFile(path).metadata.row_group(0).column(0).total_compressed_size
+    moved = CompactWriter().struct_list(
+        1, [CompactWriter().i64(1, page[1]).i32(2, page[2]).i64(3, page[3]).finish() for page in pages]
+    )
+    assert (
+        plan_page_read(footer, 0, leaf, np.array([20_000]), lambda o, n: moved.finish(), request_cost_bytes=0) is None
+    )
+
+
+def _offset_index_range(footer) -> tuple[int, int]:
+    from spark_jobs.engine.parquet.page_index import page_index_locations
+
+    location = page_index_locations(footer)[0][0]
+    return location.offset_index_offset, location.offset_index_length
