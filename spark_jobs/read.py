@@ -380,14 +380,19 @@ def _aggregate_job(args: argparse.Namespace) -> dict[str, Any]:
     if args.output is not None or args.columns is not None or args.count:
         raise UsageError("spark_jobs/read.py: --aggregate takes no --output, --columns or --count")
     started = time.perf_counter()
+    parsed = parse_aggregates(args.aggregate)  # malformed aggregates fail before Spark starts
+    count_rows_only = args.row_filter is None and all(a.function == "count" and a.column is None for a in parsed)
+    # Spark starts while the table is loaded and the aggregates checked (as the export does); count(*) alone
+    # starts it only when the manifests cannot answer.
+    spark_started = None if count_rows_only else start_spark_session(f"iceberg-aggregate {args.table}")
     catalog = load_catalog(args.catalog)
     table = load_table(catalog, args.table)
     target = resolve_read_target(table, snapshot_id=args.snapshot_id, ref=args.ref, as_of=args.as_of)
-    plan = bind_aggregates(parse_aggregates(args.aggregate), target.schema, ".".join(table.name()))
+    bind_aggregates(parsed, target.schema, ".".join(table.name()))
     spark = None
-    if not (plan.only_count_rows and args.row_filter is None):
-        spark = spark_session(f"iceberg-aggregate {args.table}")
-    else:  # count(*) alone: Spark only when some data file has deletes
+    if spark_started is not None:
+        spark = spark_started()
+    else:
         from spark_jobs.engine.planning.row_count import plan_count
 
         if not plan_count(table, target.snapshot).answered_from_metadata:

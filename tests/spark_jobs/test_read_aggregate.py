@@ -157,3 +157,11 @@ def test_bad_aggregates_exit_2_naming_the_aggregate_and_column(conformance_catal
         read_job.main(argv)
     assert run_job("read", lambda: read_job.main(argv)) == EXIT_USAGE
     assert message in capsys.readouterr().err
+
+
+def test_the_read_job_answers_count_star_of_a_table_without_deletes_from_the_manifests(conformance_catalog):
+    argv = ["--catalog", "conformance", "--table", "corpus.v1_cow", "--aggregate", "count(*)"]
+    result = read_job.main(argv)
+    rows = QUERIES["corpus.v1_cow-full_scan"].row_count
+    assert result["aggregates"] == {"count(*)": rows} and result["rows_out"] == rows
+    assert result["counters"]["aggregates_from_metadata"] is True
