@@ -124,6 +124,64 @@ def test_every_data_file_read_is_a_range_and_each_footer_one_request(proxied_tab
     assert [r for r in requests if r.method == "HEAD"] == []
 
 
+def test_a_cold_scan_reads_every_footer_ahead_and_counts_it_as_without(proxied_table, monkeypatch) -> None:
+    from contextlib import nullcontext
+
+    from spark_jobs.engine.parquet import data_file_input, footer_read_ahead
+    from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
+    from spark_jobs.engine.read import task_scan
+    from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.engine.table.manifest_cache import manifest_cache
+
+    proxy, sizes, _ = proxied_table
+    taken: list[str] = []
+
+    def take(path: str, size: int):
+        read = footer_read_ahead.take_footer_read_ahead(path, size)
+        if read is not None:
+            taken.append(path)
+        return read
+
+    monkeypatch.setattr(data_file_input, "take_footer_read_ahead", take)
+    seen = {}
+    for read_ahead in (True, False):
+        if not read_ahead:
+            monkeypatch.setattr(task_scan, "_footers_read_ahead", lambda slices, context: nullcontext())
+        FOOTER_CACHE.clear()
+        manifest_cache().clear()
+        proxy.log.reset()
+        session = open_read_session(CATALOG, TABLE, columns=["id", "price"])
+        rows = session.to_arrow().num_rows
+        metrics, requests = session.metrics, [r for r in proxy.log.reset() if "/files/" in r.path]
+        seen[read_ahead] = (rows, metrics.files_opened, metrics.footer_cache_hits, metrics.bytes_read, len(requests))
+        if read_ahead:
+            assert sorted(taken) == sorted(f"s3://{key}" for key in sizes), "every footer was read ahead"
+            assert footer_read_ahead._PENDING == {}, "nothing is left pending after the read"
+    # The same rows, files, misses, bytes and requests as a read that opens each footer itself.
+    assert seen[True] == seen[False]
+    assert seen[True][:3] == (FILES * ROWS_PER_FILE, FILES, 0)
+
+
+def test_a_footer_read_ahead_fails_in_its_reader_and_one_not_taken_is_dropped(proxied_table) -> None:
+    from spark_jobs.engine.parquet.data_file_input import DataFileInput
+    from spark_jobs.engine.parquet.footer_cache import FooterCache
+    from spark_jobs.engine.parquet.footer_read_ahead import footers_read_ahead, take_footer_read_ahead
+    from spark_jobs.engine.shared.errors import CorruptFileError
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    _, sizes, _ = proxied_table
+    io = load_catalog(CATALOG).load_table(TABLE).io
+    (key, size), (other_key, other_size) = list(sizes.items())[:2]
+    wrong = size - 100
+    cache = FooterCache()
+    with footers_read_ahead(io, [(f"s3://{key}", wrong), (f"s3://{other_key}", other_size)], cache=cache):
+        source = DataFileInput(io, f"s3://{key}", wrong, cache=cache)
+        with source, pytest.raises(CorruptFileError, match=f"{key}.*{wrong} bytes"):
+            source.footer(reads_index=False)
+    assert take_footer_read_ahead(f"s3://{other_key}", other_size) is None
+    assert len(cache) == 0
+
+
 def test_a_warm_point_lookup_opens_only_the_file_it_decodes(proxied_table) -> None:
     from spark_jobs.engine.read.session import open_read_session
 

@@ -5,9 +5,10 @@ recorded it. So:
 
 1. The footer comes from the process's cache when it holds this file version (no I/O at all).
 2. Otherwise, a read that needs no index structure (no row filter) on an object store has Arrow read the footer
-   through a fragment opened with the recorded size (``sized_fragment``: no HEAD); the fragment is kept with the
-   cached footer. A read with a row filter reads the footer itself through a stream, keeping the file's tail,
-   where bloom filters and page indexes usually are (``footer_cache``).
+   through a fragment opened with the recorded size (``sized_fragment``: no HEAD), or takes that read when the read
+   started it ahead (``footer_read_ahead``); the fragment is kept with the cached footer. A read with a row filter
+   reads the footer itself through a stream, keeping the file's tail, where bloom filters and page indexes usually
+   are (``footer_cache``).
 3. The stream is opened on first use only (index reads, or decoding without a fragment). On S3, when obstore can
    honour the FileIO's settings, it is a ``SizedObjectFile`` (``shared/object_ranges``): ranged GETs with the recorded
    size, no HEAD; otherwise the FileIO opens the file by path. A footer that is not where the recorded size puts it
@@ -27,7 +28,8 @@ import pyarrow.parquet as pq
 from pyiceberg.io import FileIO, InputStream
 
 from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE, FooterCache, ParquetFooter, cached_footer, open_input
-from spark_jobs.engine.parquet.sized_fragment import FragmentRowGroups, read_fragment_footer, sized_fragment
+from spark_jobs.engine.parquet.footer_read_ahead import fragment_footer, take_footer_read_ahead
+from spark_jobs.engine.parquet.sized_fragment import FragmentRowGroups, sized_fragment
 from spark_jobs.engine.shared.errors import CorruptFileError
 from spark_jobs.engine.shared.object_ranges import SizedObjectFile
 
@@ -47,6 +49,11 @@ class DataFileInput:
         footer = self.cache.get(self.path, self.size)
         if footer is not None:
             return footer, True, 0
+        read_ahead = None if reads_index else take_footer_read_ahead(self.path, self.size)
+        if read_ahead is not None:  # read on an I/O thread already (footer_read_ahead): its bytes count here
+            footer, bytes_read = read_ahead.result()
+            self.cache.put(footer)
+            return footer, False, bytes_read
         fragment = None if reads_index else sized_fragment(self.io, self.path, self.size)
         if fragment is None:
             stream = self.stream
@@ -56,8 +63,7 @@ class DataFileInput:
                 if isinstance(stream, SizedObjectFile):
                     stream.check_recorded_size()  # names both sizes when they differ
                 raise
-        metadata, footer_bytes, bytes_read = read_fragment_footer(fragment, self.path, self.size)
-        footer = ParquetFooter(self.path, self.size, metadata, footer_bytes, tail=(self.size, b""), fragment=fragment)
+        footer, bytes_read = fragment_footer(fragment, self.path, self.size)
         self.cache.put(footer)
         return footer, False, bytes_read
 

@@ -117,7 +117,7 @@ def read_data_file(
     read_schema, output_schema = context.read_schema, context.output_schema
     name_mapping_json = context.name_mapping_json
     filter_node = translate_filter(context.bound_filter)
-    filtered = not (isinstance(filter_node, Constant) and filter_node.value)
+    filtered = _is_filtering(filter_node)
     with DataFileInput(context.io, data_file.path, data_file.file_size_in_bytes) as source:
         footer, cache_hit, footer_bytes_read = source.footer(reads_index=filtered)
         metrics.files_opened += 1
@@ -242,6 +242,16 @@ def read_data_file(
                 yield from table.to_batches(max_chunksize=context.batch_size)
         finally:
             decoded.close()  # a consumer that stops early: let decoding threads finish before the file closes
+
+
+def reads_index_structures(context: ScanContext) -> bool:
+    """Whether reading a file for this scan consults its bloom filters or page index (a row filter that is not
+    always true): the footer is then read through a stream, with the file's tail (``data_file_input``)."""
+    return _is_filtering(translate_filter(context.bound_filter))
+
+
+def _is_filtering(filter_node: FilterNode) -> bool:
+    return not (isinstance(filter_node, Constant) and filter_node.value)
 
 
 def _file_layout(footer: ParquetFooter, name_mapping_json: str | None) -> tuple[list[LeafColumn], Schema]:
@@ -526,4 +536,4 @@ def _predicates_to_evaluate(
     return [*row_predicates, *(conjunct for conjunct in filter_conjuncts(filter_node) if not proven(conjunct))]
 
 
-__all__ = ["read_data_file", "row_group_start_offset"]
+__all__ = ["read_data_file", "reads_index_structures", "row_group_start_offset"]

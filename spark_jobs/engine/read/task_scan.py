@@ -2,12 +2,14 @@
 
 1. ``planning.scan_context.ScanContext`` (picklable, built once on the driver) carries the read schema, output
    fields, row filter and FileIO properties; each executor process rebuilds what they describe once.
-2. Per data file slice: files without deletes take the plain path; otherwise the equality delete sets start
+2. When several slices are read and the scan consults no index structure, their data files' footers are read
+   ahead, all at once, on I/O threads (``parquet.footer_read_ahead``).
+3. Per data file slice: files without deletes take the plain path; otherwise the equality delete sets start
    loading on helper threads (``deletes.pending_equality_deletes``: the first keep mask waits for them, so they
    load while the file opens and decodes) and the deleted positions (deletion vector, or position delete files)
    are loaded; both are cached per process.
-3. ``parquet.opener.read_data_file`` prunes and reads the slice, applying the filter and the deletes.
-4. Batches keep the output Arrow schema even when a slice yields nothing, so consumers see one schema.
+4. ``parquet.opener.read_data_file`` prunes and reads the slice, applying the filter and the deletes.
+5. Batches keep the output Arrow schema even when a slice yields nothing, so consumers see one schema.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager, nullcontext
 from urllib.parse import urlparse
 
 import pyarrow as pa
@@ -26,7 +29,8 @@ from spark_jobs.engine.deletes.pending_equality_deletes import (
     start_loading_equality_deletes,
 )
 from spark_jobs.engine.deletes.pending_equality_deletes import finish as finish_loading
-from spark_jobs.engine.parquet.opener import read_data_file
+from spark_jobs.engine.parquet.footer_read_ahead import footers_read_ahead
+from spark_jobs.engine.parquet.opener import read_data_file, reads_index_structures
 from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.shared.deleted_positions import NO_DELETED_POSITIONS
@@ -61,6 +65,13 @@ def read_slices(
     ``SMALL_SLICE_BYTES`` are read at once (``slice_read_ahead``), each with its own counters, and handed back in
     order; a larger slice is read in place, streaming (it decodes its own row groups ahead).
     """
+    with _footers_read_ahead(slices, context):
+        yield from _read_slices(slices, context, metrics)
+
+
+def _read_slices(
+    slices: Sequence[DataFileSlice], context: ScanContext, metrics: ScanMetrics
+) -> Iterator[pa.RecordBatch]:
     if sum(1 for data_file in slices if data_file.length <= SMALL_SLICE_BYTES) < 2:
         for data_file in slices:
             yield from read_slice(data_file, context, metrics)
@@ -88,6 +99,14 @@ def read_slices(
         for future in pending:
             future.cancel()
         wait(pending)
+
+
+def _footers_read_ahead(slices: Sequence[DataFileSlice], context: ScanContext) -> AbstractContextManager[None]:
+    """The footers of the slices' data files read ahead, all at once, when there are several and the scan consults
+    no index structure (``parquet.footer_read_ahead``); nothing otherwise."""
+    if len(slices) < 2 or reads_index_structures(context):
+        return nullcontext()
+    return footers_read_ahead(context.io, [(data_file.path, data_file.file_size_in_bytes) for data_file in slices])
 
 
 def _merged(future: Future, metrics: ScanMetrics) -> list[pa.RecordBatch]:
@@ -161,7 +180,10 @@ def read_tasks_to_table(tasks: Sequence[ScanTask], context: ScanContext, metrics
         return list(read_slice(data_file, context, slice_metrics)), slice_metrics
 
     if len(slices) > 1:
-        with ThreadPoolExecutor(IN_PROCESS_SLICE_THREADS, thread_name_prefix="in-process-slices") as pool:
+        with (
+            _footers_read_ahead(slices, context),
+            ThreadPoolExecutor(IN_PROCESS_SLICE_THREADS, thread_name_prefix="in-process-slices") as pool,
+        ):
             results = list(pool.map(read_one, slices))
     else:
         results = [read_one(data_file) for data_file in slices]
