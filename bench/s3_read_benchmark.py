@@ -7,9 +7,11 @@ pyiceberg and DuckDB on the same table in the same run: seconds, requests and by
    them to a table of a SQL catalog whose warehouse is in S3 (no deletes: this benchmark is about storage access).
 3. Prime the process: one untimed point lookup per reader, so that one-time costs of the process (imports, thread
    pools, S3 clients) fall on no reader's cold run (``--no-priming`` leaves them on the first reader's).
-   For each query and reader, ``--cold-runs`` cold runs (median reported; each with the process caches of our
-   reader emptied, a fresh DuckDB connection) and ``--runs`` warm runs, every reader through the proxy: requests
-   and response bytes come from the proxy, the same way for all three. Warm runs keep what each reader keeps
+   For each query and reader, ``--cold-runs`` cold runs (median reported; each with every process cache of our
+   reader emptied (footers, manifests, delete files, derived file layouts, S3 stores), a fresh DuckDB connection;
+   pyiceberg keeps nothing between scans: a new catalog, FileIO and S3 client each run, as ours) and ``--runs``
+   warm runs, every reader through the proxy: requests and response bytes come from the proxy, the same way for
+   all three. Warm runs keep what each reader keeps
    between queries of one process (our footers, index regions and manifests; DuckDB's metadata), but no reader
    keeps file data (DuckDB's external file cache is off).
    Answers (count, sum(price)) must agree across readers. The point lookup also runs as ``ours_whole_blooms``: our
@@ -118,8 +120,10 @@ def readers(metadata_location: str, proxy_url: str, properties: dict[str, str]) 
 
     def ours_reset() -> None:
         from spark_jobs.engine.deletes.cache import delete_file_cache
+        from spark_jobs.engine.parquet import opener
         from spark_jobs.engine.parquet.footer_cache import FOOTER_CACHE
         from spark_jobs.engine.parquet.rejected_rows_cache import rejected_rows_cache
+        from spark_jobs.engine.parquet.schema_projection import arrow_type_of
         from spark_jobs.engine.shared.object_ranges import clear_stores
         from spark_jobs.engine.table.manifest_cache import manifest_cache
 
@@ -128,6 +132,8 @@ def readers(metadata_location: str, proxy_url: str, properties: dict[str, str]) 
         delete_file_cache().clear()
         manifest_cache().clear()
         rejected_rows_cache().clear()
+        opener._LAYOUTS.clear()  # file layouts derived from footers' schemas
+        arrow_type_of.cache_clear()
 
     def ours(row_filter: str | None) -> pa.Table:
         return open_read_session(CATALOG, TABLE, columns=COLUMNS, row_filter=row_filter).to_arrow()
