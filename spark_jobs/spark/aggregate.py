@@ -23,6 +23,7 @@ from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.spark.scan import read_parallelism
 
 ANSI_CONF = "spark.sql.ansi.enabled"
+JOB_DESCRIPTION = "spark.job.description"
 
 
 def ansi_enabled(spark: SparkSession) -> bool:
@@ -32,9 +33,16 @@ def ansi_enabled(spark: SparkSession) -> bool:
 
 
 def partials_on_spark(
-    spark: SparkSession, tasks: Sequence[ScanTask], context: ScanContext, plan: AggregatePlan
+    spark: SparkSession,
+    tasks: Sequence[ScanTask],
+    context: ScanContext,
+    plan: AggregatePlan,
+    description: str | None = None,
 ) -> tuple[list[list[Any]], dict[str, int]]:
-    """Every task's partials (one Spark task each, module doc) and the executors' counters summed."""
+    """Every task's partials (one Spark task each, module doc) and the executors' counters summed.
+
+    The Spark job is described as ``description`` (default: the aggregates) in Spark's UI.
+    """
     payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
     if not payloads:
         return [], {}
@@ -45,7 +53,13 @@ def partials_on_spark(
             partials = plan.partial_of(read_task(pickle.loads(payload), context, metrics))
             yield partials, metrics.as_dict()
 
-    replies = spark.sparkContext.parallelize(payloads, len(payloads)).mapPartitions(run_tasks).collect()
+    context_ = spark.sparkContext
+    previous = context_.getLocalProperty(JOB_DESCRIPTION)
+    context_.setJobDescription(description or f"aggregate {', '.join(plan.labels)}")  # what Spark's UI shows
+    try:
+        replies = context_.parallelize(payloads, len(payloads)).mapPartitions(run_tasks).collect()
+    finally:
+        context_.setLocalProperty(JOB_DESCRIPTION, previous)  # type: ignore[arg-type]  # None removes it
     counters: dict[str, int] = {}
     for _, task_counters in replies:
         for key, value in task_counters.items():
@@ -122,7 +136,8 @@ def aggregate_table(
         executor_counters = metrics.as_dict()
         ansi = True
     else:
-        partials, executor_counters = partials_on_spark(spark, session.tasks, session.context, plan)
+        description = f"aggregate {', '.join(plan.labels)} of {table_name}"
+        partials, executor_counters = partials_on_spark(spark, session.tasks, session.context, plan, description)
         ansi = ansi_enabled(spark)
     for key, value in executor_counters.items():
         counters[key] = counters.get(key, 0) + value

@@ -25,6 +25,7 @@ def test_an_aggregate_is_one_spark_job_of_one_stage(spark, conformance_catalog):
         values, counters = aggregate_table(
             spark, conformance_catalog, "corpus.v2_eq_deletes", "count(*),sum(qty),max(note)", row_filter="id > 10"
         )
+        assert context.getLocalProperty("spark.job.description") == "aggregate"  # the caller's, restored
     finally:
         context.setJobGroup("idle", "idle")
     tracker = context.statusTracker()
