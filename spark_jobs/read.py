@@ -208,16 +208,11 @@ def aggregate(
 
 def _count_by_scan(spark: Any, catalog: Any, table: Any, target: Any, paths: frozenset[str]) -> int:
     """Rows of the data files ``paths`` with their deletes applied, reading one narrow column."""
-    import dataclasses
+    from spark_jobs.engine.read.session import narrowest_column, open_read_session
 
-    from spark_jobs.engine.planning.scan_tasks import ScanTask
-    from spark_jobs.engine.read.session import open_read_session
-
-    narrow = min(target.schema.fields, key=lambda f: (not f.field_type.is_primitive, f.field_id))
     snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
-    session = open_read_session(catalog, table, columns=[narrow.name], snapshot_id=snapshot_id)
-    tasks = [ScanTask(tuple(s for s in task.slices if s.path in paths)) for task in session.tasks]
-    session.plan = dataclasses.replace(session.plan, tasks=[task for task in tasks if task.slices])
+    session = open_read_session(catalog, table, columns=[narrowest_column(target.schema).name], snapshot_id=snapshot_id)
+    session.keep_only_files(paths)
     if spark is None:
         return session.to_arrow().num_rows
     from spark_jobs.spark.scan import dataframe_from_session

@@ -86,12 +86,11 @@ def aggregate_table(
     3. Otherwise plan the read of the aggregates' columns (filter and deletes as any read) and fold every task on
        Spark (``partials_on_spark``), or in this process when ``spark`` is None; combine on the driver.
     """
-    import dataclasses
     import logging
 
     from spark_jobs.engine.planning.row_count import plan_count
     from spark_jobs.engine.read.aggregates import bind_aggregates, parse_aggregates
-    from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.engine.read.session import narrowest_column, open_read_session
     from spark_jobs.engine.table.catalog import load_catalog, load_table
     from spark_jobs.engine.table.snapshots import resolve_read_target
 
@@ -116,8 +115,7 @@ def aggregate_table(
             return {plan.labels[0]: count_plan.metadata_rows}, counters
         metadata_rows, scan_only = count_plan.metadata_rows, count_plan.files_to_scan
     # count(*) alone reads the narrowest column; otherwise the aggregates' columns.
-    narrowest = min(target.schema.fields, key=lambda f: (not f.field_type.is_primitive, f.field_id))
-    columns = list(plan.columns) or [narrowest.name]
+    columns = list(plan.columns) or [narrowest_column(target.schema).name]
     session = open_read_session(
         catalog_object,
         iceberg_table,
@@ -127,8 +125,7 @@ def aggregate_table(
         parallelism=None if spark is None else read_parallelism(spark),
     )
     if scan_only is not None:
-        tasks = [ScanTask(tuple(s for s in task.slices if s.path in scan_only)) for task in session.tasks]
-        session.plan = dataclasses.replace(session.plan, tasks=[task for task in tasks if task.slices])
+        session.keep_only_files(scan_only)
     counters.update(session.metrics.as_dict())
     if spark is None:
         metrics = ScanMetrics()

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -66,6 +67,17 @@ class ReadSession:
     def to_arrow(self) -> pa.Table:
         """Run every task in this process and return the result as one Arrow table."""
         return read_tasks_to_table(self.tasks, self.context, self.metrics)
+
+    def keep_only_files(self, paths: frozenset[str]) -> None:
+        """Drop every slice of a data file not in ``paths`` (and the tasks left empty): a count that the manifests
+        answer for the other files scans only these."""
+        tasks = [ScanTask(tuple(s for s in task.slices if s.path in paths)) for task in self.tasks]
+        self.plan = dataclasses.replace(self.plan, tasks=[task for task in tasks if task.slices])
+
+
+def narrowest_column(schema: Schema) -> NestedField:
+    """The column cheapest to read when only rows are counted: the first primitive top-level field."""
+    return min(schema.fields, key=lambda f: (not f.field_type.is_primitive, f.field_id))
 
 
 def open_read_session(
