@@ -47,7 +47,6 @@ _DENSE_SPAN_PER_KEY = 64
 _DENSE_MAX_SPAN = 1 << 23
 # Single integer keys get a membership bitmap when their range needs at most this many bits (16 MiB).
 _BITMAP_MAX_SPAN = 1 << 27
-_BIT_OF_SLOT = np.left_shift(1, np.arange(8)).astype(np.uint8)  # bit ``slot & 7`` of a bitmap byte
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 # Rows probed per block: the block's offsets stay in the CPU caches, and no temporary is allocated per block.
 _PROBE_BLOCK_ROWS = 1 << 16
@@ -302,6 +301,7 @@ class _IntegerCodeLookup:
         filled = pc.fill_null(column, 0) if column.null_count else column
         data = filled.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         member = np.empty(len(data), dtype=bool)
+        member_bytes = member.view(np.uint8)  # written with 0 or 1 only: valid booleans
         block_rows = min(len(data), _PROBE_BLOCK_ROWS)
         offsets_buffer, slots_buffer = np.empty(block_rows, dtype=np.int64), np.empty(block_rows, dtype=np.int64)
         bytes_buffer, bits_buffer = np.empty(block_rows, dtype=np.uint8), np.empty(block_rows, dtype=np.uint8)
@@ -318,10 +318,10 @@ class _IntegerCodeLookup:
             np.subtract(offsets, self._bitmap_low, out=offsets)
             np.right_shift(offsets, 3, out=slots)
             np.take(self._bitmap, slots, out=bitmap_bytes)
-            np.bitwise_and(offsets, 7, out=slots)
-            np.take(_BIT_OF_SLOT, slots, out=bits)
-            np.bitwise_and(bitmap_bytes, bits, out=bitmap_bytes)
-            np.not_equal(bitmap_bytes, 0, out=member[start : start + rows])
+            # The slot's bit shifted down to bit 0, in uint8 throughout (the bit index 0-7 fits).
+            np.bitwise_and(offsets, 7, out=bits, casting="unsafe")
+            np.right_shift(bitmap_bytes, bits, out=bitmap_bytes)
+            np.bitwise_and(bitmap_bytes, 1, out=member_bytes[start : start + rows])
         if column.null_count:
             member[~np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)] = self._null_code >= 0
         return member

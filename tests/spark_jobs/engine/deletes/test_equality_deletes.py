@@ -524,3 +524,19 @@ def test_a_one_column_delete_set_keeps_rows_by_membership_alone() -> None:
     keep = delete_set.keep_mask({1: pa.array([1, 3, 9, 10, 4_000_000], type=pa.int64())}, 5)
     assert keep.tolist() == [True, False, False, True, False]
     assert all(lookup._code_structures is None for lookup in delete_set._integer_lookups.values())
+
+
+def test_bitmap_membership_matches_set_membership_at_every_bit_and_across_probe_blocks() -> None:
+    """Every bit position of a bitmap byte, the range's edges and beyond, int64's extremes, more rows than a block."""
+    from spark_jobs.engine.deletes.equality_deletes import _PROBE_BLOCK_ROWS, _IntegerCodeLookup
+
+    rng = np.random.default_rng(7)
+    low = -1_000
+    deleted = {low, low + 7, low + 8, low + 15, *rng.integers(low, low + 200_000, 20_000).tolist(), low + 199_999}
+    lookup = _IntegerCodeLookup(pa.array(sorted(deleted), type=pa.int64()))
+    assert lookup._bitmap is not None
+    edges = [low - 1, low, low + 1, low + 199_999, low + 200_000, -(2**63), 2**63 - 1]
+    probes = np.concatenate([rng.integers(low - 50, low + 200_050, 2 * _PROBE_BLOCK_ROWS + 11), edges])
+    member = lookup.contains(pa.array(probes, type=pa.int64()))
+    assert member.dtype == np.bool_
+    assert member.tolist() == [int(value) in deleted for value in probes]
