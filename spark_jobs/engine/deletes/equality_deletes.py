@@ -50,6 +50,10 @@ _BITMAP_MAX_SPAN = 1 << 27
 _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 # Rows probed per block: the block's offsets stay in the CPU caches, and no temporary is allocated per block.
 _PROBE_BLOCK_ROWS = 1 << 16
+# Distinct values of an integer key column by membership in its range (not by hashing): from this many keys, when
+# the range has at most this many slots per key.
+_DISTINCT_BY_MEMBERSHIP_MIN = 4096
+_DISTINCT_BY_MEMBERSHIP_SPAN_PER_KEY = 64
 _ENTRY_OVERHEAD_BYTES = 100
 
 
@@ -65,7 +69,7 @@ class EqualityDeleteSet:
         self.source_paths: tuple[str, ...] = tuple(source_paths)
         self._key_type_names = tuple(str(column.type) for column in keys)
         key_columns = [_canonical_nans(_plain_array(column)) for column in keys]
-        distinct_values = [pc.unique(column) for column in key_columns]
+        distinct_values = [_distinct_values(column) for column in key_columns]
         # Fold the most selective column (most distinct delete values) first: later columns see fewer candidates.
         fold_order = sorted(range(len(key_columns)), key=lambda j: -len(distinct_values[j]))
         self._fold_field_ids = tuple(self.equality_ids[j] for j in fold_order)
@@ -368,6 +372,29 @@ def _plain_array(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(column.type, pa.BaseExtensionType):
         column = column.storage
     return column
+
+
+def _distinct_values(column: pa.Array) -> pa.Array:
+    """The column's distinct values (NULL once, if present); in ascending order for signed integers in a dense range.
+
+    At least ``_DISTINCT_BY_MEMBERSHIP_MIN`` signed integer keys without NULLs, spanning at most
+    ``_DISTINCT_BY_MEMBERSHIP_SPAN_PER_KEY`` slots per key (a table's ids, say), are marked in a boolean array of
+    their range and read back in order: about twice as fast as hashing them (100k keys: 2.1 ms against 3.8-4.2 ms).
+    """
+    if (
+        pa.types.is_signed_integer(column.type)
+        and column.null_count == 0
+        and len(column) >= _DISTINCT_BY_MEMBERSHIP_MIN
+    ):
+        values = column.to_numpy(zero_copy_only=False)
+        minimum, maximum = int(values.min()), int(values.max())
+        if maximum - minimum < _DISTINCT_BY_MEMBERSHIP_SPAN_PER_KEY * len(values):
+            members = np.zeros(maximum - minimum + 1, dtype=bool)
+            # Offsets in int64 (a narrow type's own arithmetic could wrap); the range is small, so int64 cannot.
+            members[values.astype(np.int64) - minimum] = True
+            distinct = (np.flatnonzero(members) + minimum).astype(values.dtype)
+            return pa.array(distinct, type=column.type)
+    return pc.unique(column)
 
 
 def _has_nan(values: pa.Array) -> bool:

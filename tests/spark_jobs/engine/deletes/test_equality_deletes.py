@@ -540,3 +540,35 @@ def test_bitmap_membership_matches_set_membership_at_every_bit_and_across_probe_
     member = lookup.contains(pa.array(probes, type=pa.int64()))
     assert member.dtype == np.bool_
     assert member.tolist() == [int(value) in deleted for value in probes]
+
+
+@pytest.mark.parametrize("arrow_type", [pa.int8(), pa.int16(), pa.int32(), pa.int64()])
+def test_distinct_dense_integer_keys_by_membership_are_the_hashed_distinct_values(arrow_type: pa.DataType) -> None:
+    """Many keys in a dense range (duplicates, negatives, a narrow type's whole range) take the membership route."""
+    from spark_jobs.engine.deletes.equality_deletes import _DISTINCT_BY_MEMBERSHIP_MIN, _distinct_values
+
+    info = np.iinfo(arrow_type.to_pandas_dtype())
+    low, high = max(int(info.min), -5_000), min(int(info.max), 5_000)
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.integers(low, high + 1, 2 * _DISTINCT_BY_MEMBERSHIP_MIN), [low, high]])
+    column = pa.array(values, type=arrow_type)
+    deleted = set(values.tolist())
+    distinct = _distinct_values(column)
+    assert distinct.type == arrow_type
+    assert distinct.to_pylist() == sorted(deleted)
+    delete_set = EqualityDeleteSet([1], [column])
+    probe = pa.array(np.arange(low, high + 1), type=arrow_type)
+    member = ~delete_set.keep_mask({1: probe}, len(probe))
+    assert member.tolist() == [value in deleted for value in range(low, high + 1)]
+
+
+def test_sparse_or_nullable_or_few_integer_keys_are_hashed() -> None:
+    from spark_jobs.engine.deletes.equality_deletes import _DISTINCT_BY_MEMBERSHIP_MIN, _distinct_values
+
+    many = _DISTINCT_BY_MEMBERSHIP_MIN
+    sparse = pa.array(np.arange(many, dtype=np.int64) * 1_000_003)
+    with_null = pa.array([*range(many), None], type=pa.int64())
+    few = pa.array([9, 3, 9], type=pa.int64())
+    assert sorted(_distinct_values(sparse).to_pylist()) == sparse.to_pylist()
+    assert _distinct_values(with_null).null_count == 1 and len(_distinct_values(with_null)) == many + 1
+    assert _distinct_values(few).to_pylist() == [9, 3]  # hashing keeps first-seen order
