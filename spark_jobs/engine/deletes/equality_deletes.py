@@ -51,9 +51,8 @@ _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max
 # Rows probed per block: the block's offsets stay in the CPU caches, and no temporary is allocated per block.
 _PROBE_BLOCK_ROWS = 1 << 16
 # Distinct values of an integer key column by membership in its range (not by hashing): from this many keys, when
-# the range has at most this many slots per key.
+# the range is dense as the dense code table counts it (``_DENSE_SPAN_PER_KEY``, ``_DENSE_MAX_SPAN``).
 _DISTINCT_BY_MEMBERSHIP_MIN = 4096
-_DISTINCT_BY_MEMBERSHIP_SPAN_PER_KEY = 64
 _ENTRY_OVERHEAD_BYTES = 100
 
 
@@ -378,8 +377,9 @@ def _distinct_values(column: pa.Array) -> pa.Array:
     """The column's distinct values (NULL once, if present); in ascending order for signed integers in a dense range.
 
     At least ``_DISTINCT_BY_MEMBERSHIP_MIN`` signed integer keys without NULLs, spanning at most
-    ``_DISTINCT_BY_MEMBERSHIP_SPAN_PER_KEY`` slots per key (a table's ids, say), are marked in a boolean array of
-    their range and read back in order: about twice as fast as hashing them (100k keys: 2.1 ms against 3.8-4.2 ms).
+    ``_DENSE_SPAN_PER_KEY`` slots per key and ``_DENSE_MAX_SPAN`` in all (a table's ids, say), are marked in a
+    boolean array of their range and read back in order: about twice as fast as hashing them (100k keys: 2.1 ms
+    against 3.8-4.2 ms). The bound in all keeps that array small (8 MiB) however many keys a delete file holds.
     """
     if (
         pa.types.is_signed_integer(column.type)
@@ -388,7 +388,7 @@ def _distinct_values(column: pa.Array) -> pa.Array:
     ):
         values = column.to_numpy(zero_copy_only=False)
         minimum, maximum = int(values.min()), int(values.max())
-        if maximum - minimum < _DISTINCT_BY_MEMBERSHIP_SPAN_PER_KEY * len(values):
+        if maximum - minimum < min(_DENSE_MAX_SPAN, _DENSE_SPAN_PER_KEY * len(values)):
             members = np.zeros(maximum - minimum + 1, dtype=bool)
             # Offsets in int64 (a narrow type's own arithmetic could wrap); the range is small, so int64 cannot.
             members[values.astype(np.int64) - minimum] = True

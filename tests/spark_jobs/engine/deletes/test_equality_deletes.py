@@ -572,3 +572,13 @@ def test_sparse_or_nullable_or_few_integer_keys_are_hashed() -> None:
     assert sorted(_distinct_values(sparse).to_pylist()) == sparse.to_pylist()
     assert _distinct_values(with_null).null_count == 1 and len(_distinct_values(with_null)) == many + 1
     assert _distinct_values(few).to_pylist() == [9, 3]  # hashing keeps first-seen order
+
+
+def test_dense_integer_keys_over_a_range_too_large_to_mark_are_hashed() -> None:
+    """Keys dense per key but spanning more than ``_DENSE_MAX_SPAN`` in all are hashed: no array of their range."""
+    from spark_jobs.engine.deletes.equality_deletes import _DENSE_MAX_SPAN, _DENSE_SPAN_PER_KEY, _distinct_values
+
+    stride = _DENSE_SPAN_PER_KEY // 2
+    keys = np.random.default_rng(5).permutation(np.arange(_DENSE_MAX_SPAN // stride + 2, dtype=np.int64) * stride)
+    assert keys.max() - keys.min() >= _DENSE_MAX_SPAN
+    assert _distinct_values(pa.array(keys)).to_pylist() == keys.tolist()  # hashing keeps first-seen order
