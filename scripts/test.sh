@@ -19,6 +19,9 @@ cd "$ROOT"
 python -m tests.support.java_env build >/dev/null
 ruff check .
 mypy
+# The object store and Spark write the tests' data under the temp dir; a nearly full disk shows up later as failed
+# uploads, so the free space is printed first.
+echo "[test] free disk under ${TMPDIR:-/tmp}: $(df -h --output=avail "${TMPDIR:-/tmp}" | tail -1 | tr -d ' ')"
 # The whole suite (no arguments): first the Spark job tests marked spark35 on Spark 3.5 (the Java environment's
 # pyspark 3.5; README "Tests" says which and why), then everything on the project's Spark 4. Both must pass.
 spark35=0

@@ -7,7 +7,9 @@ A service that cannot start fails the tests that need it; nothing here skips.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +22,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Set before anything imports airflow or pyspark: an Airflow home of our own on SQLite, Spark bound to loopback,
 # and this interpreter for Spark's Python workers.
 _SESSION_TMP = Path(tempfile.mkdtemp(prefix="aip-tests-"))
+# Removed when the interpreter exits (after the session's services have stopped), so runs do not pile up on disk;
+# AIP_KEEP_TEST_TMP=1 keeps it for a look after a failure.
+if os.environ.get("AIP_KEEP_TEST_TMP") != "1":
+    atexit.register(shutil.rmtree, _SESSION_TMP, ignore_errors=True)
 os.environ["AIRFLOW_HOME"] = str(_SESSION_TMP / "airflow")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO_ROOT / "dags")

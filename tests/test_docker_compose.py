@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 
 from airflow_iceberg_provider.settings import ENVIRONMENT_VARIABLES
 from tests.support.compose import flag, interpolate, load_compose, service_argv, service_env
-from tests.support.object_store import QUIET_FLAGS
+from tests.support.object_store import CAPACITY_FLAGS, QUIET_FLAGS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 COMPOSE: dict = load_compose()
@@ -83,7 +83,7 @@ def test_the_object_store_image_is_the_seaweedfs_release_the_tests_run() -> None
 def test_the_object_store_runs_weed_mini_quietly_with_the_catalog_buckets() -> None:
     words = object_store_argv()
     assert words[0] == "mini"
-    for quiet in QUIET_FLAGS:
+    for quiet in (*QUIET_FLAGS, *CAPACITY_FLAGS):
         assert quiet in words
     assert flag(words, "-ip.bind") == "0.0.0.0"
     assert flag(words, "-ip") == "object-store"

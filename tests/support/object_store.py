@@ -38,6 +38,11 @@ REGION = "us-east-1"
 # Flags that keep ``weed mini`` on loopback, quiet (no telemetry) and small (no admin UI, WebDAV or Lance server).
 # docker-compose.yml gives the same component flags, bound to the container's interfaces instead.
 QUIET_FLAGS = ("-master.telemetry=false", "-admin.ui=false", "-webdav=false", "-s3.port.lance=0")
+# A fixed number of volume slots. Left at 0, ``weed mini`` derives the count from the free disk space at start and
+# shrinks it as the disk fills; on a nearly full disk a bucket written for the first time then gets no volume and
+# every upload to it fails ("No writable volumes and no free volumes left"), although the bytes would fit.
+# Volumes are not preallocated, so a slot costs no disk until it holds data. docker-compose.yml gives the same flag.
+CAPACITY_FLAGS = ("-volume.max=64",)
 # The ports ``weed mini`` opens, by flag name; each gets a free port (gRPC ports would otherwise be port + 10000).
 PORT_FLAGS = (
     "master.port",
@@ -153,7 +158,7 @@ def mini_argv(
     table_buckets: Iterable[str] = (),
 ) -> list[str]:
     """The ``weed mini`` command line (without the binary): data dir, addresses, quiet flags, ports, buckets."""
-    argv = ["mini", f"-dir={data_dir}", f"-ip={ip}", f"-ip.bind={bind}", *QUIET_FLAGS]
+    argv = ["mini", f"-dir={data_dir}", f"-ip={ip}", f"-ip.bind={bind}", *QUIET_FLAGS, *CAPACITY_FLAGS]
     argv += [f"-{flag}={port}" for flag, port in ports.items()]
     if buckets:
         argv.append("-bucket=" + ",".join(buckets))
