@@ -198,7 +198,8 @@ def _describe_removal(action: str, table_name: str, outcome: dict[str, Any]) -> 
         files = sum(value for key, value in outcome.items() if key.endswith("_files") and isinstance(value, int))
         return (
             f"plan: expire {len(outcome['expired_snapshot_ids'])} snapshot(s) of {table_name} "
-            f"{outcome['expired_snapshot_ids']}, keep {len(outcome['retained_snapshot_ids'])}; {files} file(s) no "
+            f"{outcome['expired_snapshot_ids']}, keep {len(outcome['retained_snapshot_ids'])}; "
+            f"drop ref(s) past their max age {outcome['removed_refs']}; {files} file(s) no "
             "remaining snapshot references would be deleted"
         )
     return (

@@ -2,22 +2,25 @@
 
 Which snapshots stay (Java's ``internalApply``):
 
-1. Every ref (branch or tag) is kept, and so is the snapshot it points at. (Java also drops refs older than their
-   ``max-ref-age-ms``; its default is forever, and this job never drops refs.)
-2. Along each branch, from its head through its ancestors, a snapshot is kept while fewer than ``retain_last``
+0. Nothing when the table's ``gc.enabled`` is false: its files may be shared with other tables (Java refuses too).
+1. A ref other than ``main`` whose snapshot is older than the ref's ``max-ref-age-ms`` (default: the table's
+   ``history.expire.max-ref-age-ms``, else forever) is dropped. Every other ref (branch or tag) is kept, and so is
+   the snapshot it points at.
+2. Along each kept branch, from its head through its ancestors, a snapshot is kept while fewer than ``retain_last``
    (the branch's ``min-snapshots-to-keep`` when set) are kept or its timestamp is at or after ``older_than``
    (now minus the branch's ``max-snapshot-age-ms`` when set); the first one that fails ends the walk.
-3. A snapshot no ref reaches is kept when its timestamp is at or after ``older_than``.
+3. A snapshot no kept ref reaches is kept when its timestamp is at or after ``older_than``.
 4. All others expire. Defaults as Java: ``older_than`` now minus ``history.expire.max-snapshot-age-ms`` (5 days),
    ``retain_last`` ``history.expire.min-snapshots-to-keep`` (1).
 
-The commit is pyiceberg's ``RemoveSnapshotsUpdate`` (it removes the snapshots, their log entries and statistics
-entries, and deletes no file) with requirements that every ref still points where it pointed when the snapshots
-were chosen. pyiceberg's own ``ExpireSnapshots`` builder asserts nothing, so a branch that moved meanwhile would not
-be noticed; here a lost race reloads the table and chooses again, up to ``COMMIT_ATTEMPTS`` times, and nothing is
-deleted before a commit is known to have landed (a call without an answer is decided from the reloaded table, as
-``commit.outcome`` does for snapshots). Then the files are cleaned as Java's ``ReachableFileCleanup`` does,
-comparing the metadata the commit was based on with the metadata after it:
+The commit is pyiceberg's ``RemoveSnapshotRefUpdate`` for each dropped ref and ``RemoveSnapshotsUpdate`` (it
+removes the snapshots, their log entries and statistics entries, and deletes no file) with requirements that every
+ref still points where it pointed when the snapshots were chosen. pyiceberg's own ``ExpireSnapshots`` builder
+asserts nothing, so a branch that moved meanwhile would not be noticed; here a lost race reloads the table and
+chooses again, up to ``COMMIT_ATTEMPTS`` times, and nothing is deleted before a commit is known to have landed (a
+call without an answer is decided from the reloaded table, as ``commit.outcome`` does for snapshots). Then the
+files are cleaned as Java's ``ReachableFileCleanup`` does, comparing the metadata the commit was based on with the
+metadata after it:
 
 1. The manifest lists of expired snapshots.
 2. Manifests of expired snapshots that no remaining snapshot lists.
@@ -29,16 +32,23 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.refs import SnapshotRefType
+from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
 from pyiceberg.table.snapshots import Snapshot
-from pyiceberg.table.update import AssertRefSnapshotId, AssertTableUUID, RemoveSnapshotsUpdate, TableRequirement
+from pyiceberg.table.update import (
+    AssertRefSnapshotId,
+    AssertTableUUID,
+    RemoveSnapshotRefUpdate,
+    RemoveSnapshotsUpdate,
+    TableRequirement,
+    TableUpdate,
+)
 
 from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
 from spark_jobs.engine.commit.outcome import ReloadFailedError, StatusCheck, reload_with_retries
@@ -50,6 +60,8 @@ from spark_jobs.engine.table.properties import int_property
 log = logging.getLogger(__name__)
 MAX_SNAPSHOT_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
 MIN_SNAPSHOTS_TO_KEEP_PROPERTY = "history.expire.min-snapshots-to-keep"
+MAX_REF_AGE_PROPERTY = "history.expire.max-ref-age-ms"
+GC_ENABLED_PROPERTY = "gc.enabled"
 DEFAULT_MAX_SNAPSHOT_AGE_MS = 5 * 24 * 60 * 60 * 1000
 DEFAULT_MIN_SNAPSHOTS_TO_KEEP = 1
 COMMIT_ATTEMPTS = 4
@@ -97,12 +109,14 @@ class ExpirationResult:
     retained_snapshot_ids: list[int]
     files: ExpiredFiles
     removal: RemovalOutcome | None  # None in a dry run
+    removed_refs: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """The result as the maintain job's JSON."""
         result: dict[str, Any] = {
             "expired_snapshot_ids": self.expired_snapshot_ids,
             "retained_snapshot_ids": self.retained_snapshot_ids,
+            "removed_refs": self.removed_refs,
             **self.files.counts(),
         }
         if self.removal is not None:
@@ -111,10 +125,26 @@ class ExpirationResult:
         return result
 
 
+@dataclass(frozen=True)
+class ExpirationChoice:
+    """What an expiration removes: snapshot ids (oldest first) and the names of refs past their max age."""
+
+    snapshot_ids: list[int]
+    ref_names: list[str]
+
+
 def snapshots_to_expire(table: Table, *, older_than_ms: int | None = None, retain_last: int | None = None) -> list[int]:
-    """Ids of the snapshots Java's rules expire (steps 1-4 of the module docstring), oldest first."""
+    """Ids of the snapshots Java's rules expire (steps 0-4 of the module docstring), oldest first."""
+    return choose_expiration(table, older_than_ms=older_than_ms, retain_last=retain_last).snapshot_ids
+
+
+def choose_expiration(
+    table: Table, *, older_than_ms: int | None = None, retain_last: int | None = None
+) -> ExpirationChoice:
+    """The snapshots and refs Java's rules remove (steps 0-4 of the module docstring)."""
     metadata = table.metadata
     properties = table.properties
+    check_gc_enabled(table, "expire snapshots")
     now_ms = int(time.time() * 1000)
     if older_than_ms is None:
         older_than_ms = now_ms - int_property(
@@ -127,9 +157,19 @@ def snapshots_to_expire(table: Table, *, older_than_ms: int | None = None, retai
         retain_last = int_property(properties, MIN_SNAPSHOTS_TO_KEEP_PROPERTY, DEFAULT_MIN_SNAPSHOTS_TO_KEEP)
     if retain_last < 1:
         raise UserInputError(f"retain-last must be at least 1, got {retain_last}")
+    default_max_ref_age_ms = int_property(
+        properties, MAX_REF_AGE_PROPERTY, None, expected="an integer number of milliseconds"
+    )
     retained: set[int] = set()
     reachable_from_refs: set[int] = set()
-    for ref in metadata.refs.values():
+    removed_refs: list[str] = []
+    for name, ref in sorted(metadata.refs.items()):
+        snapshot = metadata.snapshot_by_id(ref.snapshot_id)
+        max_ref_age_ms = ref.max_ref_age_ms if ref.max_ref_age_ms is not None else default_max_ref_age_ms
+        too_old = max_ref_age_ms is not None and now_ms - snapshot.timestamp_ms > max_ref_age_ms if snapshot else False
+        if name != MAIN_BRANCH and too_old:
+            removed_refs.append(name)
+            continue
         retained.add(ref.snapshot_id)
         if ref.snapshot_ref_type != SnapshotRefType.BRANCH:
             reachable_from_refs.add(ref.snapshot_id)
@@ -137,11 +177,11 @@ def snapshots_to_expire(table: Table, *, older_than_ms: int | None = None, retai
         branch_older_than = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else older_than_ms
         branch_keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else retain_last
         ancestors = _ancestors(metadata, ref.snapshot_id)
-        reachable_from_refs.update(snapshot.snapshot_id for snapshot in ancestors)
+        reachable_from_refs.update(ancestor.snapshot_id for ancestor in ancestors)
         kept_on_branch: set[int] = set()
-        for snapshot in ancestors:
-            if len(kept_on_branch) < branch_keep or snapshot.timestamp_ms >= branch_older_than:
-                kept_on_branch.add(snapshot.snapshot_id)
+        for ancestor in ancestors:
+            if len(kept_on_branch) < branch_keep or ancestor.timestamp_ms >= branch_older_than:
+                kept_on_branch.add(ancestor.snapshot_id)
             else:
                 break
         retained |= kept_on_branch
@@ -149,7 +189,16 @@ def snapshots_to_expire(table: Table, *, older_than_ms: int | None = None, retai
         if snapshot.snapshot_id not in reachable_from_refs and snapshot.timestamp_ms >= older_than_ms:
             retained.add(snapshot.snapshot_id)
     ordered = sorted(metadata.snapshots, key=lambda snapshot: (snapshot.timestamp_ms, snapshot.sequence_number or 0))
-    return [snapshot.snapshot_id for snapshot in ordered if snapshot.snapshot_id not in retained]
+    return ExpirationChoice([s.snapshot_id for s in ordered if s.snapshot_id not in retained], removed_refs)
+
+
+def check_gc_enabled(table: Table, action: str) -> None:
+    """Refuse to delete a table's files when its ``gc.enabled`` is false, as Iceberg Java does."""
+    if str(table.properties.get(GC_ENABLED_PROPERTY, "true")).strip().lower() == "false":
+        raise UserInputError(
+            f"cannot {action} of table {'.'.join(table.name())}: table property {GC_ENABLED_PROPERTY} is false "
+            "(its files may be shared with other tables, so deleting them could corrupt those)"
+        )
 
 
 def expire_snapshots(
@@ -157,11 +206,13 @@ def expire_snapshots(
 ) -> ExpirationResult:
     """Expire by Java's rules, commit, then delete what only expired snapshots referenced (nothing in a dry run)."""
     if dry_run:
-        expired_ids = snapshots_to_expire(table, older_than_ms=older_than_ms, retain_last=retain_last)
+        choice = choose_expiration(table, older_than_ms=older_than_ms, retain_last=retain_last)
         before = table.metadata
-        after_snapshots = [s for s in before.snapshots if s.snapshot_id not in set(expired_ids)]
+        after_snapshots = [s for s in before.snapshots if s.snapshot_id not in set(choice.snapshot_ids)]
         files = files_to_clean(table, before, before.snapshots, after_snapshots, after=None)
-        return ExpirationResult(expired_ids, [s.snapshot_id for s in after_snapshots], files, None)
+        return ExpirationResult(
+            choice.snapshot_ids, [s.snapshot_id for s in after_snapshots], files, None, choice.ref_names
+        )
     if table.metadata.format_version >= 3:
         allow_v3_metadata_writes()  # pyiceberg writes the new metadata file; v3 needs our serializer
     before, after = _commit_expiration(table, older_than_ms, retain_last)
@@ -169,7 +220,8 @@ def expire_snapshots(
     removal = remove_files(table.io, files.all()) if files.all() else RemovalOutcome()
     after_ids = {snapshot.snapshot_id for snapshot in after.snapshots}
     expired = [snapshot.snapshot_id for snapshot in before.snapshots if snapshot.snapshot_id not in after_ids]
-    return ExpirationResult(expired, sorted(after_ids), files, removal)
+    removed_refs = sorted(name for name in before.refs if name not in after.refs)
+    return ExpirationResult(expired, sorted(after_ids), files, removal, removed_refs)
 
 
 def _commit_expiration(
@@ -185,24 +237,25 @@ def _commit_expiration(
     last_error: Exception | None = None
     for _ in range(COMMIT_ATTEMPTS):
         before = table.metadata
-        expired_ids = snapshots_to_expire(table, older_than_ms=older_than_ms, retain_last=retain_last)
-        if not expired_ids:
+        choice = choose_expiration(table, older_than_ms=older_than_ms, retain_last=retain_last)
+        if not choice.snapshot_ids and not choice.ref_names:
             return before, before
         requirements: tuple[TableRequirement, ...] = (
             AssertTableUUID(uuid=before.table_uuid),
             *(AssertRefSnapshotId(ref=name, snapshot_id=ref.snapshot_id) for name, ref in before.refs.items()),
         )
+        updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(ref_name=name) for name in choice.ref_names]
+        if choice.snapshot_ids:
+            updates.append(RemoveSnapshotsUpdate(snapshot_ids=choice.snapshot_ids))
         try:
-            response = table.catalog.commit_table(
-                table, requirements, (RemoveSnapshotsUpdate(snapshot_ids=expired_ids),)
-            )
+            response = table.catalog.commit_table(table, requirements, tuple(updates))
         except CommitFailedException as error:
             last_error = error
             table.refresh()
             continue
         except Exception as error:
             last_error = error
-            if _expiration_landed(table, expired_ids, error):
+            if _expiration_landed(table, choice, error):
                 return before, table.metadata
             continue
         table.metadata = response.metadata
@@ -214,8 +267,9 @@ def _commit_expiration(
     )
 
 
-def _expiration_landed(table: Table, expired_ids: list[int], error: Exception) -> bool:
-    """Whether the snapshots are gone from the reloaded table (``commit.outcome``'s status check)."""
+def _expiration_landed(table: Table, choice: ExpirationChoice, error: Exception) -> bool:
+    """Whether the snapshots and refs are gone from the reloaded table (``commit.outcome``'s status check)."""
+    expired_ids = choice.snapshot_ids
     name = ".".join(table.name())
     log.warning("expiring snapshots of %s: the catalog did not answer (%s); reloading to decide", name, error)
     try:
@@ -226,7 +280,9 @@ def _expiration_landed(table: Table, expired_ids: list[int], error: Exception) -
             f"then the reload failed: {type(reload_error.__cause__).__name__}); no file deleted; files only they "
             "referenced are orphans for remove-orphan-files if it landed; run expire-snapshots again"
         ) from error
-    return not any(table.metadata.snapshot_by_id(snapshot_id) is not None for snapshot_id in expired_ids)
+    return not any(table.metadata.snapshot_by_id(snapshot_id) is not None for snapshot_id in expired_ids) and not any(
+        name in table.metadata.refs for name in choice.ref_names
+    )
 
 
 def files_to_clean(

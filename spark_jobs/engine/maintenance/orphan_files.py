@@ -2,6 +2,7 @@
 
 As Iceberg Java's ``DeleteOrphanFiles`` action, and as safe by default:
 
+0. Refuse when the table's ``gc.enabled`` is false: its files may be shared with other tables (as Java).
 1. Refuse a cutoff later than 24 hours ago (``MIN_ORPHAN_AGE_MS``) unless short retention is allowed explicitly: a
    write or commit in progress has files no metadata references yet (Java's action refuses the same interval).
 2. Settle the table's pending commit records (``commit.pending_commits``); the files of a commit still undecided
@@ -31,6 +32,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
 
 from spark_jobs.engine.commit.pending_commits import read_pending_records, settle_pending_commits
+from spark_jobs.engine.maintenance.expire_snapshots import check_gc_enabled
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
 from spark_jobs.engine.maintenance.reachable_files import (
     all_content_file_locations,
@@ -91,6 +93,7 @@ def remove_orphan_files(
     allow_short_retention: bool = False,
 ) -> OrphanResult:
     """Find orphans older than ``older_than_ms`` (default now minus 3 days) and delete them unless ``dry_run``."""
+    check_gc_enabled(table, "remove orphan files")
     now_ms = int(time.time() * 1000)
     cutoff = older_than_ms if older_than_ms is not None else now_ms - DEFAULT_ORPHAN_AGE_MS
     if cutoff > now_ms - MIN_ORPHAN_AGE_MS and not allow_short_retention:

@@ -143,3 +143,45 @@ def test_dry_run_on_tables_java_wrote_frees_only_what_the_kept_snapshot_does_not
     assert result.files.position_delete_files  # replaced position delete files of earlier DELETEs
     assert not freed & _files_read_at(mor, mor.current_snapshot().snapshot_id)
     assert all(Path(urlparse(path).path).exists() for path in freed)
+
+
+def test_refs_past_their_max_age_are_dropped_and_their_snapshots_expire(sql_catalog):
+    history = build_table_history(sql_catalog)
+    table = history.table
+    s1, s2, s3, s4, s5, s6, s7 = history.snapshot_ids
+    time.sleep(0.01)  # every snapshot is now older than 1 ms
+    (
+        table.manage_snapshots()
+        .create_tag(s2, "old-tag", max_ref_age_ms=1)
+        .create_tag(s3, "kept-tag")
+        .create_branch(s5, "old-branch", max_ref_age_ms=1)
+        .create_branch(s6, "kept-branch", max_ref_age_ms=24 * 60 * 60 * 1000)
+        .commit()
+    )
+    with table.transaction() as transaction:  # main is never dropped, whatever the table's default ref age
+        transaction.set_properties({"history.expire.max-ref-age-ms": "1"})
+    table = sql_catalog.load_table("maint.events")
+    # dropped: old-tag, old-branch, and kept-tag by the table default; kept: main (s7) and kept-branch (s6)
+    assert snapshots_to_expire(table, older_than_ms=_future_ms(), retain_last=1) == [s1, s2, s3, s4, s5]
+    result = expire_snapshots(table, older_than_ms=_future_ms(), retain_last=1)
+    assert result.removed_refs == ["kept-tag", "old-branch", "old-tag"]
+    reloaded = sql_catalog.load_table("maint.events")
+    assert set(reloaded.metadata.refs) == {"main", "kept-branch"}
+    assert sorted(s.snapshot_id for s in reloaded.snapshots()) == sorted([s6, s7])
+    assert reloaded.scan(snapshot_id=s6).to_arrow().num_rows == history.rows_per_snapshot[s6]
+
+
+def test_gc_disabled_refuses_to_expire_or_remove_orphans(sql_catalog):
+    from spark_jobs.engine.maintenance import remove_orphan_files
+
+    history = build_table_history(sql_catalog)
+    with history.table.transaction() as transaction:
+        transaction.set_properties({"gc.enabled": "false"})
+    table = sql_catalog.load_table("maint.events")
+    files_before = sorted(p for p in history.directory.rglob("*") if p.is_file())
+    with pytest.raises(UserInputError, match=r"maint\.events.*gc\.enabled is false"):
+        expire_snapshots(table, older_than_ms=_future_ms(), retain_last=1)
+    with pytest.raises(UserInputError, match=r"maint\.events.*gc\.enabled is false"):
+        remove_orphan_files(table, older_than_ms=_future_ms(), allow_short_retention=True)
+    assert len(sql_catalog.load_table("maint.events").snapshots()) == 7
+    assert sorted(p for p in history.directory.rglob("*") if p.is_file()) == files_before
