@@ -1,0 +1,339 @@
+"""Seeded random sequences of writes by our jobs and by Iceberg Java on one table, read by every engine.
+
+Each seed draws a table (format v2 or v3, unpartitioned or partitioned) and a sequence of operations:
+1. ours: append, overwrite by filter, dynamic overwrite (partitioned tables), upsert and delete by key with position
+   or equality deletes (deletion vectors on v3), bin-pack and sort compaction, rewrite of position deletes and of
+   manifests, snapshot expiry;
+2. Iceberg Java (merge-on-read table properties): INSERT, DELETE, UPDATE and MERGE INTO (update, delete, insert).
+Every operation is applied to a ``TableModel`` too. Every few operations, and at the end, our reader, Iceberg Java and
+DuckDB read the table against the model; at the end one earlier snapshot still in the table is read too (time travel).
+A failure names the seed and the operations that led to it, enough to replay it.
+
+CI runs ``CI_SEEDS``; ``AIP_MIXED_SEEDS=N`` runs seeds 0..N-1 instead (``AIP_MIXED_OPS`` sets the sequence length).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from spark_jobs import compact as compact_job
+from spark_jobs import ingest as ingest_job
+from spark_jobs import maintain as maintain_job
+from tests.support.iceberg_java import IcebergJava
+from tests.support.interop_readers import Readers
+from tests.support.table_model import Row, TableModel
+
+pytestmark = pytest.mark.spark
+
+CATALOG = "testing"
+CI_SEEDS = [3, 8]  # v2 partitioned and v3 unpartitioned (see ``Scenario.draw``), ten operations each
+OPERATIONS = int(os.environ.get("AIP_MIXED_OPS", "10"))
+CHECK_EVERY = 4
+SEEDS = list(range(int(os.environ["AIP_MIXED_SEEDS"]))) if os.environ.get("AIP_MIXED_SEEDS") else CI_SEEDS
+
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("cat", pa.string()),
+        ("n", pa.int64()),
+        ("s", pa.string()),
+        ("d", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("amount", pa.decimal128(10, 2)),
+    ]
+)
+# Partition specs and, for each, the partition of a row (for the model's dynamic overwrite); None: unpartitioned.
+SPECS: dict[str, Callable[[Row], Any] | None] = {
+    "": None,
+    "cat": lambda row: row["cat"],
+    "cat,truncate(2,s)": lambda row: (row["cat"], row["s"][:2]),
+}
+_EPOCH = dt.datetime(2024, 2, 27, 20, tzinfo=dt.UTC)
+_batches = itertools.count()
+
+
+def make_row(i: int, version: int = 0) -> Row:
+    """Deterministic row ``i``; ``version`` changes every non-key value but ``cat`` (a row keeps its partition)."""
+    return {
+        "id": i,
+        "cat": "abc"[i % 3],
+        "n": None if (i + version) % 9 == 0 else i * 10 + version,
+        "s": f"{'pqr'[(i + version) % 3]}{(i * 7) % 13:02d}-{version}",
+        "d": dt.date(2024, 1, 1) + dt.timedelta(days=(5 * i + version) % 90),
+        "ts": _EPOCH + dt.timedelta(minutes=97 * i + version),
+        "amount": Decimal(f"{i * 3 - 50}.{(i + version) % 100:02d}"),
+    }
+
+
+def sql_row(row: Row) -> str:
+    """A row as a Spark SQL VALUES tuple, every value cast to the column's type."""
+    n = "CAST(NULL AS BIGINT)" if row["n"] is None else f"CAST({row['n']} AS BIGINT)"
+    return (
+        f"(CAST({row['id']} AS BIGINT), '{row['cat']}', {n}, '{row['s']}', DATE '{row['d'].isoformat()}', "
+        f"TIMESTAMP '{row['ts']:%Y-%m-%d %H:%M:%S}', CAST({row['amount']} AS DECIMAL(10,2))"
+    )
+
+
+COLUMNS = "id, cat, n, s, d, ts, amount"
+
+
+@dataclass
+class Scenario:
+    """One seed's table, the model of its rows, and the operations done so far (what a failure prints)."""
+
+    seed: int
+    format_version: int
+    spec: str
+    table: str
+    model: TableModel
+    tmp_path: Path
+    java: IcebergJava
+    rng: random.Random
+    log: list[str] = field(default_factory=list)
+    next_id: int = 0
+    version: int = 0
+
+    @classmethod
+    def draw(cls, seed: int, tmp_path: Path, java: IcebergJava) -> Scenario:
+        rng = random.Random(seed)
+        format_version = rng.choice([2, 3])
+        spec = rng.choice(list(SPECS))
+        table = f"mixed.seed_{seed}_v{format_version}"
+        return cls(seed, format_version, spec, table, TableModel(SCHEMA), tmp_path, java, rng)
+
+    # ------------------------------------------------------------------------------------------------ helpers
+    def fresh(self, count: int) -> list[int]:
+        ids = list(range(self.next_id, self.next_id + count))
+        self.next_id += count
+        return ids
+
+    def existing_ids(self, count: int) -> list[int]:
+        ids = sorted(row["id"] for row in self.model.rows)
+        return self.rng.sample(ids, min(count, len(ids)))
+
+    def id_range(self) -> tuple[int, int]:
+        low = self.rng.randrange(0, max(1, self.next_id))
+        return low, low + self.rng.randrange(3, 40)
+
+    def ingest(self, batch: list[Row], mode: str, *args: str) -> dict:
+        source = self.tmp_path / f"batch-{next(_batches)}.parquet"
+        pq.write_table(pa.Table.from_pylist(batch, schema=SCHEMA), source)
+        argv = ["--catalog", CATALOG, "--table", self.table, "--source", str(source), "--mode", mode, *args]
+        return ingest_job.main(argv)
+
+    def java_sql(self, statement: str) -> None:
+        self.java.sql(statement.replace("{t}", f"{CATALOG}.{self.table}"))
+
+    def load(self):
+        from spark_jobs.engine.table.catalog import load_catalog
+
+        return load_catalog(CATALOG).load_table(self.table)
+
+    # ------------------------------------------------------------------------------------------------ operations
+    def create(self) -> None:
+        ids = self.fresh(self.rng.randrange(60, 120))
+        args = ["--create-if-missing", "--format-version", str(self.format_version)]
+        if self.spec:
+            args += ["--partition-by", self.spec]
+        self.log.append(f"create v{self.format_version} partition-by {self.spec!r}: append ids {ids[0]}..{ids[-1]}")
+        self.ingest([make_row(i) for i in ids], "append", *args)
+        self.model.append([make_row(i) for i in ids])
+        granularity = self.rng.choice(["file", "partition"])
+        self.log.append(f"java: merge-on-read properties, delete granularity {granularity}")
+        self.java_sql(
+            "ALTER TABLE {t} SET TBLPROPERTIES ('write.delete.mode'='merge-on-read', "
+            "'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read', "
+            f"'write.delete.granularity'='{granularity}')"
+        )
+
+    def ours_append(self) -> None:
+        ids = self.fresh(self.rng.randrange(5, 40))
+        self.log.append(f"ours append ids {ids[0]}..{ids[-1]}")
+        self.ingest([make_row(i) for i in ids], "append")
+        self.model.append([make_row(i) for i in ids])
+
+    def ours_overwrite_filter(self) -> None:
+        low, high = self.id_range()
+        self.version += 1
+        batch = [make_row(i, self.version) for i in range(low, high) if self.rng.random() < 0.6]
+        self.log.append(
+            f"ours overwrite --overwrite-filter 'id >= {low} and id < {high}' with {len(batch)} rows v{self.version}"
+        )
+        self.ingest(batch, "overwrite", "--overwrite-filter", f"id >= {low} and id < {high}")
+        self.model.overwrite_where(lambda row: low <= row["id"] < high, batch)
+
+    def ours_overwrite_partitions(self) -> None:
+        partition_of = SPECS[self.spec]
+        if partition_of is None:
+            return self.ours_overwrite_filter()
+        ids = self.fresh(self.rng.randrange(3, 15))
+        batch = [make_row(i) for i in ids if i % 3 != self.rng.randrange(3)]
+        if not batch:
+            return None
+        self.log.append(f"ours overwrite (dynamic) ids {[r['id'] for r in batch]}")
+        self.ingest(batch, "overwrite")
+        self.model.overwrite_partitions(partition_of, batch)
+        return None
+
+    def ours_row_level(self, mode: str) -> None:
+        delete_mode = self.rng.choice(["position", "equality"])
+        existing = self.existing_ids(self.rng.randrange(1, 25))
+        if mode == "upsert":
+            self.version += 1
+            ids = existing + self.fresh(self.rng.randrange(0, 5))
+            batch = [make_row(i, self.version) for i in ids]
+        else:
+            batch = [make_row(i) for i in [*existing, self.next_id + 1000]]  # one key the table lacks
+        self.log.append(f"ours {mode} --delete-mode {delete_mode} ids {sorted(r['id'] for r in batch)} v{self.version}")
+        self.ingest(batch, mode, "--key", "id", "--delete-mode", delete_mode)
+        if mode == "upsert":
+            self.model.upsert(batch, ["id"])
+        else:
+            self.model.delete(batch, ["id"])
+
+    def ours_compact(self) -> None:
+        args = ["--catalog", CATALOG, "--table", self.table, "--min-input-files", "2"]
+        if self.rng.random() < 0.5:
+            args += ["--strategy", "sort", "--sort-order", self.rng.choice(["id desc", "s, id", "n nulls first"])]
+        if self.rng.random() < 0.6:
+            args += ["--rewrite-all"]
+        if self.rng.random() < 0.3:
+            args += ["--where", f"cat = '{self.rng.choice('abc')}'"]
+        if self.rng.random() < 0.3:
+            args += ["--remove-dangling-deletes"]
+        self.log.append(f"ours compact {' '.join(args[4:])}")
+        compact_job.main(args)
+
+    def ours_rewrite_position_deletes(self) -> None:
+        args = ["rewrite-position-deletes", "--catalog", CATALOG, "--table", self.table]
+        args += self.rng.choice([["--rewrite-all"], ["--min-input-files", "2"]])
+        self.log.append(f"ours maintain {' '.join(args[:1] + args[5:])}")
+        maintain_job.main(args)
+
+    def ours_rewrite_manifests(self) -> None:
+        self.log.append("ours maintain rewrite-manifests")
+        maintain_job.main(["rewrite-manifests", "--catalog", CATALOG, "--table", self.table])
+
+    def ours_expire(self) -> None:
+        keep = self.rng.randrange(1, 4)
+        self.log.append(f"ours maintain expire-snapshots --retain-last {keep}")
+        now_ms = str(int(time.time() * 1000) + 1)
+        retention = ["--older-than", now_ms, "--retain-last", str(keep)]
+        maintain_job.main(["expire-snapshots", "--catalog", CATALOG, "--table", self.table, *retention])
+
+    def java_insert(self) -> None:
+        ids = self.fresh(self.rng.randrange(1, 12))
+        batch = [make_row(i, 100) for i in ids]
+        self.log.append(f"java INSERT ids {ids}")
+        self.java_sql(f"INSERT INTO {{t}} VALUES {', '.join(sql_row(r) for r in batch)}")
+        self.model.append(batch)
+
+    def java_delete(self) -> None:
+        if self.rng.random() < 0.5:
+            low, high = self.id_range()
+            where, matches = f"id >= {low} AND id < {high}", lambda row: low <= row["id"] < high
+        else:
+            cat, mod = self.rng.choice("abc"), self.rng.randrange(2, 6)
+            where = f"cat = '{cat}' AND id % {mod} = 1"
+            matches = lambda row: row["cat"] == cat and row["id"] % mod == 1  # noqa: E731
+        self.log.append(f"java DELETE WHERE {where}")
+        self.java_sql(f"DELETE FROM {{t}} WHERE {where}")
+        self.model.rows = [row for row in self.model.rows if not matches(row)]
+
+    def java_update(self) -> None:
+        low, high = self.id_range()
+        self.log.append(f"java UPDATE n = n + 1000, s = concat(s, '~') WHERE id >= {low} AND id < {high}")
+        self.java_sql(f"UPDATE {{t}} SET n = n + 1000, s = concat(s, '~') WHERE id >= {low} AND id < {high}")
+        self.model.rows = [
+            {**row, "n": None if row["n"] is None else row["n"] + 1000, "s": row["s"] + "~"}
+            if low <= row["id"] < high
+            else row
+            for row in self.model.rows
+        ]
+
+    def java_merge(self) -> None:
+        self.version += 1
+        matched = self.existing_ids(self.rng.randrange(1, 15))
+        ids = matched + self.fresh(self.rng.randrange(0, 5))
+        deleted = {i for i in matched if self.rng.random() < 0.3}
+        batch = [make_row(i, self.version) for i in ids]
+        self.log.append(f"java MERGE ids {sorted(ids)} v{self.version}, deleting {sorted(deleted)}")
+        values = ", ".join(f"{sql_row(r)[:-1]}, {str(r['id'] in deleted).upper()})" for r in batch)
+        inserted = ", ".join(f"src.{c}" for c in COLUMNS.split(", "))
+        assignments = ", ".join(f"t.{c} = src.{c}" for c in COLUMNS.split(", ") if c != "id")
+        self.java_sql(
+            f"MERGE INTO {{t}} AS t USING (SELECT * FROM VALUES {values} AS v({COLUMNS}, del)) AS src "
+            "ON t.id = src.id WHEN MATCHED AND src.del THEN DELETE "
+            f"WHEN MATCHED THEN UPDATE SET {assignments} "
+            f"WHEN NOT MATCHED AND NOT src.del THEN INSERT ({COLUMNS}) VALUES ({inserted})"
+        )
+        self.model.delete([{"id": i} for i in deleted], ["id"])
+        self.model.upsert([r for r in batch if r["id"] not in deleted], ["id"])
+
+    def step(self) -> None:
+        """One operation drawn by weight, then the model remembers the snapshot it made."""
+        operations: list[tuple[Callable[[], Any], int]] = [
+            (self.ours_append, 3),
+            (self.ours_overwrite_filter, 1),
+            (self.ours_overwrite_partitions, 1),
+            (lambda: self.ours_row_level("upsert"), 4),
+            (lambda: self.ours_row_level("delete"), 3),
+            (self.ours_compact, 2),
+            (self.ours_rewrite_position_deletes, 1),
+            (self.ours_rewrite_manifests, 1),
+            (self.ours_expire, 1),
+            (self.java_insert, 2),
+            (self.java_delete, 3),
+            (self.java_update, 3),
+            (self.java_merge, 3),
+        ]
+        operation = self.rng.choices([o for o, _ in operations], weights=[w for _, w in operations])[0]
+        operation()
+        self.remember()
+
+    def remember(self) -> None:
+        snapshot = self.load().current_snapshot()
+        if snapshot is not None:
+            self.model.remember(snapshot.snapshot_id)
+
+
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: f"seed{seed}")
+def test_mixed_writers(spark, readers: Readers, iceberg_java, tmp_path, seed) -> None:
+    scenario = Scenario.draw(seed, tmp_path, iceberg_java)
+    try:
+        scenario.create()
+        scenario.remember()
+        for index in range(1, OPERATIONS + 1):
+            scenario.step()
+            if index % CHECK_EVERY == 0 and index != OPERATIONS:
+                scenario.log.append("check all readers")
+                readers.check(scenario.table, scenario.model)
+        scenario.log.append("check all readers")
+        readers.check(scenario.table, scenario.model)
+        table = scenario.load()
+        live = {s.snapshot_id for s in table.snapshots()} - {table.current_snapshot().snapshot_id}
+        earlier = [snapshot_id for snapshot_id in scenario.model.history if snapshot_id in live]
+        if earlier:
+            snapshot_id = scenario.rng.choice(earlier)
+            scenario.log.append(f"check all readers at snapshot {snapshot_id}")
+            readers.check(scenario.table, scenario.model, snapshot_id=snapshot_id)
+    except Exception as error:
+        steps = "\n".join(f"  {i}. {line}" for i, line in enumerate(scenario.log))
+        raise AssertionError(
+            f"mixed sequence failed: AIP_MIXED_SEEDS seed {seed} (AIP_MIXED_OPS={OPERATIONS}), table "
+            f"{scenario.table}, v{scenario.format_version}, partition-by {scenario.spec!r}; operations:\n{steps}\n"
+            f"error: {error}"
+        ) from error
