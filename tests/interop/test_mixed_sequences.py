@@ -9,7 +9,8 @@ Every operation is applied to a ``TableModel`` too. Every few operations, and at
 DuckDB read the table against the model; at the end one earlier snapshot still in the table is read too (time travel).
 A failure names the seed and the operations that led to it, enough to replay it.
 
-CI runs ``CI_SEEDS``; ``AIP_MIXED_SEEDS=N`` runs seeds 0..N-1 instead (``AIP_MIXED_OPS`` sets the sequence length).
+CI runs ``CI_SEEDS``; ``AIP_MIXED_SEEDS=N`` runs seeds 0..N-1 instead (``A-B``: seeds A..B-1), and
+``AIP_MIXED_OPS`` sets the sequence length.
 """
 
 from __future__ import annotations
@@ -39,10 +40,20 @@ from tests.support.table_model import Row, TableModel
 pytestmark = pytest.mark.spark
 
 CATALOG = "testing"
-CI_SEEDS = [3, 8]  # v2 partitioned and v3 unpartitioned (see ``Scenario.draw``), ten operations each
+CI_SEEDS = [3, 7]  # v2 partitioned and v3 unpartitioned (see ``Scenario.draw``), ten operations each
 OPERATIONS = int(os.environ.get("AIP_MIXED_OPS", "10"))
 CHECK_EVERY = 4
-SEEDS = list(range(int(os.environ["AIP_MIXED_SEEDS"]))) if os.environ.get("AIP_MIXED_SEEDS") else CI_SEEDS
+
+
+def _seeds(value: str | None) -> list[int]:
+    """``AIP_MIXED_SEEDS``: ``N`` for seeds 0..N-1, ``A-B`` for seeds A..B-1; unset, the CI seeds."""
+    if not value:
+        return CI_SEEDS
+    first, _, last = value.rpartition("-")
+    return list(range(int(first or 0), int(last)))
+
+
+SEEDS = _seeds(os.environ.get("AIP_MIXED_SEEDS"))
 
 SCHEMA = pa.schema(
     [
@@ -78,11 +89,11 @@ def make_row(i: int, version: int = 0) -> Row:
     }
 
 
-def sql_row(row: Row) -> str:
-    """A row as a Spark SQL VALUES tuple, every value cast to the column's type."""
+def sql_values(row: Row) -> str:
+    """A row's values for a Spark SQL VALUES tuple, each cast to the column's type."""
     n = "CAST(NULL AS BIGINT)" if row["n"] is None else f"CAST({row['n']} AS BIGINT)"
     return (
-        f"(CAST({row['id']} AS BIGINT), '{row['cat']}', {n}, '{row['s']}', DATE '{row['d'].isoformat()}', "
+        f"CAST({row['id']} AS BIGINT), '{row['cat']}', {n}, '{row['s']}', DATE '{row['d'].isoformat()}', "
         f"TIMESTAMP '{row['ts']:%Y-%m-%d %H:%M:%S}', CAST({row['amount']} AS DECIMAL(10,2))"
     )
 
@@ -238,7 +249,7 @@ class Scenario:
         ids = self.fresh(self.rng.randrange(1, 12))
         batch = [make_row(i, 100) for i in ids]
         self.log.append(f"java INSERT ids {ids}")
-        self.java_sql(f"INSERT INTO {{t}} VALUES {', '.join(sql_row(r) for r in batch)}")
+        self.java_sql(f"INSERT INTO {{t}} VALUES {', '.join(f'({sql_values(r)})' for r in batch)}")
         self.model.append(batch)
 
     def java_delete(self) -> None:
@@ -271,7 +282,7 @@ class Scenario:
         deleted = {i for i in matched if self.rng.random() < 0.3}
         batch = [make_row(i, self.version) for i in ids]
         self.log.append(f"java MERGE ids {sorted(ids)} v{self.version}, deleting {sorted(deleted)}")
-        values = ", ".join(f"{sql_row(r)[:-1]}, {str(r['id'] in deleted).upper()})" for r in batch)
+        values = ", ".join(f"({sql_values(r)}, {str(r['id'] in deleted).upper()})" for r in batch)
         inserted = ", ".join(f"src.{c}" for c in COLUMNS.split(", "))
         assignments = ", ".join(f"t.{c} = src.{c}" for c in COLUMNS.split(", ") if c != "id")
         self.java_sql(
