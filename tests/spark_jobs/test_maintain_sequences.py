@@ -23,8 +23,9 @@ The model keeps the rows of every snapshot. After each maintenance step:
 4. orphan removal removed exactly the stray files older than its cutoff and nothing else (a young stray stands
    for a file of a write still in progress).
 
-CI runs ``CI_SEEDS``; ``AIP_LIFECYCLE_SEEDS=N`` runs seeds 0..N-1 instead. A failure prints the seed and the
-operations so far, which replay the same sequence.
+CI runs ``CI_SEEDS``; ``AIP_LIFECYCLE_SEEDS=N`` runs seeds 0..N-1 instead (``A:B``: seeds A..B-1), and
+``AIP_LIFECYCLE_STEPS`` sets the length of a sequence (26). A failure names the seed, the setting that replays it
+and the operations so far.
 """
 
 from __future__ import annotations
@@ -65,8 +66,18 @@ from tests.support.rewrite_tables import SCHEMA, SPEC, rewrite_locally, shuffle_
 pytestmark = pytest.mark.spark35
 
 CI_SEEDS = [0, 1, 2]
-SEEDS = list(range(int(os.environ["AIP_LIFECYCLE_SEEDS"]))) if os.environ.get("AIP_LIFECYCLE_SEEDS") else CI_SEEDS
-STEPS = 26
+STEPS = int(os.environ.get("AIP_LIFECYCLE_STEPS", "26"))
+
+
+def _seeds(setting: str | None) -> list[int]:
+    """``N``: seeds 0..N-1; ``A:B``: seeds A..B-1; unset: the CI seeds."""
+    if not setting:
+        return CI_SEEDS
+    first, _, last = setting.rpartition(":")
+    return list(range(int(first or 0), int(last)))
+
+
+SEEDS = _seeds(os.environ.get("AIP_LIFECYCLE_SEEDS"))
 CATEGORIES = "abc"
 DAY_MS = 24 * 60 * 60 * 1000
 TINY_MS = 1  # an age every snapshot exceeds (the test sleeps a few ms before expiring)
@@ -277,6 +288,8 @@ def op_set_property(seq: Sequence) -> None:
     key = seq.rng.choice(sorted(EXPIRY_PROPERTIES))
     value = seq.rng.choice([None, *EXPIRY_PROPERTIES[key]])
     seq.ops.append(f"set_property({key}={value})")
+    if value is None and key not in seq.table.properties:
+        return
     with seq.table.transaction() as transaction:
         if value is None:
             transaction.remove_properties(key)
@@ -549,5 +562,5 @@ def test_sequence_of_writes_refs_and_maintenance_keeps_every_retained_snapshot(t
         steps = "\n".join(f"  {index}. {op}" for index, op in enumerate(seq.ops, 1))
         raise AssertionError(
             f"seed {seed} failed at operation {len(seq.ops)} ({type(error).__name__}: {error}); "
-            f"AIP_LIFECYCLE_SEEDS={seed + 1} replays it. Operations:\n{steps}"
+            f"AIP_LIFECYCLE_SEEDS={seed}:{seed + 1} AIP_LIFECYCLE_STEPS={STEPS} replays it. Operations:\n{steps}"
         ) from error
