@@ -1,9 +1,11 @@
 """Randomized sequences of writes, refs and maintenance, checked against a model of every snapshot's rows.
 
-Each seed generates a sequence of operations over a small table partitioned by ``category`` (format v2):
+Each seed generates a sequence of operations over a small table partitioned by ``category`` (format
+v2 or v3, by seed):
 
 1. Writes through the engine's writers and committer, to ``main`` or to a branch: appends, overwrites of a
-   partition, upserts (position deletes and the rows again), deletes by position or by equality on ``id``.
+   partition, upserts (position deletes, or deletion vectors on v3, and the rows again), deletes by position (or
+   deletion vector) or by equality on ``id``.
 2. Refs through pyiceberg: branches and tags at any retained snapshot, with or without their own retention
    (``max-ref-age-ms``; on branches ``min-snapshots-to-keep`` and ``max-snapshot-age-ms``), and the table's
    ``history.expire.*`` properties set or unset.
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -47,13 +50,21 @@ from pyiceberg.table.snapshots import Operation
 
 from spark_jobs import maintain as maintain_job
 from spark_jobs.engine.commit.committer import commit_change
+from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.candidates import list_candidates
 from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites
 from spark_jobs.engine.compaction.strategy import resolve_strategy
+from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
+from spark_jobs.engine.planning.scan_planner import whole_file_slice
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.table.manifest_entries import read_live_entries
+from spark_jobs.engine.write.deletion_vector_files import (
+    DeletionVectorTarget,
+    merged_positions,
+    write_deletion_vectors,
+)
 from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import (
     WriteContext,
@@ -149,23 +160,58 @@ def _write(seq: Sequence, ids: list[int], tag: str) -> list:
 
 
 def _live_data_files(seq: Sequence, branch: str) -> list:
+    """The data files of the branch head."""
     snapshot = seq.table.metadata.snapshot_by_name(branch)
     return [candidate.data_file for candidate in list_candidates(seq.table, snapshot)] if snapshot else []
 
 
-def _position_deletes(seq: Sequence, branch: str, ids: set[int], tag: str) -> tuple[list, set[str]]:
+def _position_deletes(seq: Sequence, branch: str, ids: set[int], tag: str) -> SnapshotChange:
+    """Deletes of the rows with these ids of the branch head: position delete files (v2) or deletion vectors (v3)."""
     context = WriteContext.for_table(seq.table)
-    written, required = [], set()
-    for data_file in _live_data_files(seq, branch):
+    snapshot = seq.table.metadata.snapshot_by_name(branch)
+    candidates = list_candidates(seq.table, snapshot) if snapshot else []
+    written, targets, required = [], [], set()
+    replaced_vectors, replaced_position_deletes = set(), set()
+    for candidate in candidates:
+        data_file = candidate.data_file
         values = pq.read_table(_local(data_file.file_path)).column("id").to_pylist()
         positions = [pos for pos, value in enumerate(values) if value in ids]
-        if positions:
-            required.add(data_file.file_path)
+        if not positions:
+            continue
+        required.add(data_file.file_path)
+        if seq.table.metadata.format_version < 3:
             deletes = pa.table({"file_path": [data_file.file_path] * len(positions), "pos": positions})
             written += write_position_delete_rows(
                 deletes, context, data_file.spec_id, tuple(data_file.partition), f"{tag}-{len(written)}"
             )
-    return [to_data_file(item) for item in written], required
+            continue
+        live = whole_file_slice(candidate.entry, seq.table.specs()[data_file.spec_id], candidate.deletes)
+        existing = load_deleted_positions(live, io=seq.table.io).positions
+        targets.append(
+            DeletionVectorTarget(
+                data_file.file_path,
+                data_file.spec_id,
+                tuple(data_file.partition),
+                merged_positions(np.array(positions, dtype=np.int64), existing),
+            )
+        )
+        if live.deletion_vector is not None:
+            replaced_vectors.add((live.deletion_vector.path, live.deletion_vector.content_offset))
+        replaced_position_deletes |= {
+            f.path for f in live.position_deletes if f.referenced_data_file == data_file.file_path
+        }
+    if targets:
+        location = context.locations.new_data_location(f"{context.write_id}-{tag}-dv.puffin")
+        written += write_deletion_vectors(targets, seq.table.io, lambda: location)
+    return SnapshotChange(
+        Operation.DELETE,
+        added_delete_files=[to_data_file(item) for item in written],
+        no_new_data_in_partitions=None,
+        required_data_file_paths=required,
+        removed_deletion_vectors=replaced_vectors,
+        removed_delete_file_paths=replaced_position_deletes,
+        no_new_deletes_for_data_files=set(required) if targets else set(),
+    )
 
 
 def op_append(seq: Sequence, branch: str) -> None:
@@ -202,14 +248,9 @@ def op_upsert(seq: Sequence, branch: str) -> None:
     old = _pick(seq, branch, 4)
     new = seq.new_ids(seq.rng.randint(0, 3))
     seq.ops.append(f"upsert({branch}, ids {old} + {len(new)} new)")
-    deletes, required = _position_deletes(seq, branch, set(old), f"up{len(seq.ops)}")
-    change = SnapshotChange(
-        Operation.OVERWRITE,
-        added_data_files=_write(seq, old + new, f"un{len(seq.ops)}"),
-        added_delete_files=deletes,
-        no_new_data_in_partitions=None,
-        required_data_file_paths=required,
-    )
+    change = _position_deletes(seq, branch, set(old), f"up{len(seq.ops)}")
+    change.operation = Operation.OVERWRITE
+    change.added_data_files = _write(seq, old + new, f"un{len(seq.ops)}")
     _commit(seq, branch, change, seq.head_rows(branch) + _arrow_rows(new))
 
 
@@ -235,13 +276,7 @@ def op_delete(seq: Sequence, branch: str) -> None:
             Operation.DELETE, added_delete_files=[to_data_file(i) for i in written], no_new_data_in_partitions=None
         )
     else:
-        deletes, required = _position_deletes(seq, branch, set(ids), f"pd{len(seq.ops)}")
-        change = SnapshotChange(
-            Operation.DELETE,
-            added_delete_files=deletes,
-            no_new_data_in_partitions=None,
-            required_data_file_paths=required,
-        )
+        change = _position_deletes(seq, branch, set(ids), f"pd{len(seq.ops)}")
     gone = set(ids)
     _commit(seq, branch, change, [row for row in seq.head_rows(branch) if row[0] not in gone])
 
@@ -528,8 +563,15 @@ def start_sequence(catalog, seed: int) -> Sequence:
     """A new table in a namespace of its own, and the sequence of ``seed`` ready to run on it."""
     namespace = f"life_{uuid.uuid4().hex[:10]}"
     catalog.create_namespace(namespace)
-    table = catalog.create_table(f"{namespace}.events", SCHEMA, partition_spec=SPEC, properties={"format-version": "2"})
-    return Sequence(table, random.Random(seed))
+    rng = random.Random(seed)
+    version = rng.choice(["2", "3"])
+    if version == "3":
+        allow_v3_metadata_writes()  # pyiceberg writes v3 metadata (refs, properties) through the engine's serializer
+    properties = {"format-version": version}
+    table = catalog.create_table(f"{namespace}.events", SCHEMA, partition_spec=SPEC, properties=properties)
+    seq = Sequence(table, rng)
+    seq.ops.append(f"create_table(format-version={version})")
+    return seq
 
 
 def run_sequence(seq: Sequence) -> None:
