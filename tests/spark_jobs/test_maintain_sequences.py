@@ -74,8 +74,6 @@ from spark_jobs.engine.write.write_context import (
 )
 from tests.support.rewrite_tables import SCHEMA, SPEC, rewrite_locally, shuffle_rewrite_locally
 
-pytestmark = pytest.mark.spark35
-
 CI_SEEDS = [0, 1, 2]
 STEPS = int(os.environ.get("AIP_LIFECYCLE_STEPS", "26"))
 
