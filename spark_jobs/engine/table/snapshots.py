@@ -4,7 +4,10 @@ Time travel follows Iceberg Java (``SnapshotUtil``):
 
 1. ``as_of`` resolves through the snapshot log (the main branch's history), not the snapshot list: the last log
    entry whose timestamp is <= the requested time wins (``snapshotIdAsOfTime``).
-2. The schema of a read (``schemaFor``): the table's current schema for a read of the current state, of the main
+2. An expiry removes the log entries of the snapshots it removes (pyiceberg's ``RemoveSnapshotsUpdate``), where
+   Java drops every entry before them, so an entry can be followed by a snapshot that was not committed on top of
+   it: a time in between was at an expired snapshot, and is an error as in Java, never the older entry's rows.
+3. The schema of a read (``schemaFor``): the table's current schema for a read of the current state, of the main
    branch or of any branch; the snapshot's own schema (``schema-id``) for a snapshot id, a timestamp or a tag.
 """
 
@@ -16,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.refs import MAIN_BRANCH, SnapshotRefType
-from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.table.snapshots import Snapshot, SnapshotLogEntry
 
 from spark_jobs.engine.shared.errors import SnapshotNotFoundError, UserInputError
 
@@ -139,24 +142,44 @@ def _snapshot_by_ref(table: Table, ref: str) -> Snapshot | None:
 
 
 def _snapshot_as_of(table: Table, timestamp_ms: int) -> Snapshot:
-    """The snapshot that was current at ``timestamp_ms``: the last snapshot-log entry at or before it."""
+    """The snapshot that was current at ``timestamp_ms``: the last snapshot-log entry at or before it (step 1)."""
     log = table.metadata.snapshot_log
-    chosen = None
-    for entry in log:
+    chosen_index = None
+    for index, entry in enumerate(log):
         if entry.timestamp_ms <= timestamp_ms:
-            chosen = entry
-    if chosen is None:
+            chosen_index = index
+    if chosen_index is None:
         first = f"the first snapshot-log entry is at {_iso(log[0].timestamp_ms)}" if log else "the table has no history"
         raise SnapshotNotFoundError(
             f"no snapshot of {_table_name(table)} as of {_iso(timestamp_ms)} ({timestamp_ms} ms): {first}"
         )
+    chosen = log[chosen_index]
     snapshot = table.snapshot_by_id(chosen.snapshot_id)
-    if snapshot is None:
+    gap = _expired_gap_after(table, chosen.snapshot_id, log[chosen_index + 1] if chosen_index + 1 < len(log) else None)
+    if snapshot is None or gap is not None:
+        expired = f"snapshot {chosen.snapshot_id}" if snapshot is None else gap
         raise SnapshotNotFoundError(
-            f"{_table_name(table)} as of {_iso(timestamp_ms)} was at snapshot {chosen.snapshot_id}, which has "
-            f"expired; {_existing_snapshots(table)}"
+            f"{_table_name(table)} as of {_iso(timestamp_ms)} was at {expired}, which has expired; "
+            f"{_existing_snapshots(table)}"
         )
     return snapshot
+
+
+def _expired_gap_after(table: Table, snapshot_id: int, following: SnapshotLogEntry | None) -> str | None:
+    """Words for the expired history between a log entry and the next, when the next shows there was some (step 2).
+
+    The next entry records a new commit (its time is the snapshot's own) whose parent is not the entry's snapshot:
+    the main branch was at other snapshots in between, whose log entries an expiry removed with them.
+    """
+    if following is None:
+        return None
+    successor = table.snapshot_by_id(following.snapshot_id)
+    if successor is None or successor.timestamp_ms != following.timestamp_ms:
+        return None  # a rollback or a move to an older snapshot: the entry's snapshot was current until then
+    if successor.parent_snapshot_id == snapshot_id:
+        return None
+    parent = successor.parent_snapshot_id
+    return f"a snapshot before {following.snapshot_id} ({'its parent ' + str(parent) if parent else 'no longer known'})"
 
 
 def _existing_snapshots(table: Table) -> str:

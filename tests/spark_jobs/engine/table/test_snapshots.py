@@ -165,3 +165,29 @@ def test_as_of_resolves_through_the_snapshot_log_not_the_snapshot_list(sql_catal
     later = rollback_entry.timestamp_ms + int(timedelta(hours=1) / timedelta(milliseconds=1))
     assert resolve_snapshot(table, as_of=later).snapshot_id == first.snapshot_id
     assert resolve_snapshot(table, as_of=second.timestamp_ms).snapshot_id == second.snapshot_id
+
+
+def test_as_of_a_time_when_main_was_at_an_expired_snapshot_is_an_error_not_an_older_snapshot(sql_catalog):
+    import time
+
+    from spark_jobs.engine.maintenance import expire_snapshots
+
+    sql_catalog.create_namespace("ns")
+    table = sql_catalog.create_table("ns.expired", schema=pa.schema([("id", pa.int64())]))
+    snapshots = []
+    for value in range(4):
+        time.sleep(0.005)  # distinct commit times
+        table.append(pa.table({"id": pa.array([value], pa.int64())}))
+        snapshots.append(table.current_snapshot())
+    first, second, third, fourth = snapshots
+    table.manage_snapshots().create_tag(first.snapshot_id, "kept").commit()
+    future = int(time.time() * 1000) + 60_000
+    expire_snapshots(sql_catalog.load_table("ns.expired"), older_than_ms=future, retain_last=1)
+    table = sql_catalog.load_table("ns.expired")
+    assert {s.snapshot_id for s in table.snapshots()} == {first.snapshot_id, fourth.snapshot_id}
+    # main was at the expired second and third snapshots then: the tagged first one never held those rows
+    for expired in (second, third):
+        with pytest.raises(SnapshotNotFoundError, match=r"ns\.expired as of .* which has expired"):
+            resolve_snapshot(table, as_of=expired.timestamp_ms)
+    assert resolve_snapshot(table, as_of=fourth.timestamp_ms).snapshot_id == fourth.snapshot_id
+    assert resolve_snapshot(table, ref="kept").snapshot_id == first.snapshot_id
