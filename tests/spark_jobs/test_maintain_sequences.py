@@ -17,7 +17,8 @@ v2 or v3, by seed):
 The model keeps the rows of every snapshot. After each maintenance step:
 
 1. every retained snapshot reads its model rows (by id), every ref reads the rows of the snapshot it points at
-   (by name), and every time of the snapshot log reads the snapshot that was current then;
+   (by name), and every time of main's history reads the snapshot main was at then, or fails when that one
+   has expired;
 2. every file the metadata references exists: the current and logged metadata files, and every retained
    snapshot's manifest list, manifests and live data and delete files;
 3. expiry removed exactly the snapshots and refs that Iceberg Java's ``RemoveSnapshots`` rules remove, computed
@@ -32,6 +33,7 @@ and the operations so far.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import time
@@ -59,6 +61,7 @@ from spark_jobs.engine.compaction.strategy import resolve_strategy
 from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
 from spark_jobs.engine.planning.scan_planner import whole_file_slice
 from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import SnapshotNotFoundError
 from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.engine.write.deletion_vector_files import (
     DeletionVectorTarget,
@@ -105,13 +108,21 @@ class Sequence:
     next_id: int = 0
     ops: list[str] = field(default_factory=list)
     strays: dict[Path, int] = field(default_factory=dict)  # stray file -> its mtime (ms)
+    main_log: list[tuple[int, int]] = field(default_factory=list)  # (time, snapshot id) of main, never expired
 
     @property
     def name(self) -> str:
         return ".".join(self.table.name())
 
     def reload(self) -> None:
+        """The table as the catalog has it now; main's new log entries added to the model's own log."""
         self.table = self.table.catalog.load_table(self.table.name())
+        known = set(self.main_log)
+        self.main_log += [
+            (entry.timestamp_ms, entry.snapshot_id)
+            for entry in self.table.metadata.snapshot_log
+            if (entry.timestamp_ms, entry.snapshot_id) not in known
+        ]
 
     def head(self, branch: str) -> int | None:
         snapshot = self.table.metadata.snapshot_by_name(branch)
@@ -530,14 +541,26 @@ def check_table(seq: Sequence) -> None:
     for name, ref in metadata.refs.items():
         if name != MAIN_BRANCH:
             assert _read(seq, ref=name) == seq.rows[ref.snapshot_id], f"ref {name} does not read its rows"
-    log_times = [entry.timestamp_ms for entry in metadata.snapshot_log]
-    for entry in metadata.snapshot_log:
-        if log_times.count(entry.timestamp_ms) == 1 and metadata.snapshot_by_id(entry.snapshot_id) is not None:
-            assert _read(seq, as_of=entry.timestamp_ms) == seq.rows[entry.snapshot_id], (
-                f"as of {entry.timestamp_ms} does not read snapshot {entry.snapshot_id}"
-            )
+    check_time_travel(seq)
     missing = [location for location in _referenced_files(seq.table) if not _local(location).exists()]
     assert not missing, f"files the metadata references are gone: {missing}"
+
+
+def check_time_travel(seq: Sequence) -> None:
+    """As of each time of main's history (the model's log, which expiry does not shorten), a read returns the rows
+    of the snapshot main was at then; when that snapshot has expired it fails. When the snapshot is retained, a
+    failure is allowed too: Iceberg Java drops the log entries before an expired one."""
+    commit_times = [t for t, _ in seq.main_log]
+    times = sorted({*commit_times, *((a + b) // 2 for a, b in itertools.pairwise(commit_times))})
+    for at in times:
+        expected = [snapshot_id for t, snapshot_id in seq.main_log if t <= at][-1]
+        retained = seq.table.metadata.snapshot_by_id(expected) is not None
+        try:
+            rows = _read(seq, as_of=at)
+        except SnapshotNotFoundError:
+            continue
+        assert retained, f"as of {at} main was at expired snapshot {expected}, yet a read returned {len(rows)} rows"
+        assert rows == seq.rows[expected], f"as of {at} does not read snapshot {expected}"
 
 
 def _referenced_files(table: Table) -> set[str]:
