@@ -419,6 +419,16 @@ def op_expire(seq: Sequence) -> None:
     older_than = int(args[args.index("--older-than") + 1]) if "--older-than" in args else None
     retain_last = int(args[args.index("--retain-last") + 1]) if "--retain-last" in args else None
     expected_snapshots, expected_refs = java_expiration(before, older_than, retain_last, int(time.time() * 1000))
+    if seq.rng.random() < 0.3:  # a dry run first: the same plan, and nothing changes
+        location = _local(before.location)
+        files = {p for p in location.rglob("*") if p.is_file()}
+        metadata_location = seq.table.metadata_location
+        planned = _maintain(seq, "expire-snapshots", *args, "--dry-run")
+        assert set(planned["expired_snapshot_ids"]) == expected_snapshots
+        assert set(planned["removed_refs"]) == expected_refs
+        assert {p for p in location.rglob("*") if p.is_file()} == files
+        seq.reload()
+        assert seq.table.metadata_location == metadata_location, "a dry run committed"
     result = _maintain(seq, "expire-snapshots", *args)
     seq.reload()
     after = seq.table.metadata
@@ -450,12 +460,15 @@ def op_remove_orphans(seq: Sequence) -> None:
         cutoff = now_ms - 60 * 60 * 1000
         args = ["--older-than", str(cutoff), "--allow-short-retention"]
     files_before = {p for p in location.rglob("*") if p.is_file()}
+    planned = _maintain(seq, "remove-orphan-files", *args, "--dry-run")
+    assert {p for p in location.rglob("*") if p.is_file()} == files_before
     _maintain(seq, "remove-orphan-files", *args)
     files_after = {p for p in location.rglob("*") if p.is_file()}
     expected = {path for path, mtime in seq.strays.items() if mtime < cutoff and path in files_before}
     assert files_before - files_after == expected, (
         f"removed {sorted(map(str, files_before - files_after))}, expected the old strays {sorted(map(str, expected))}"
     )
+    assert {_local(location_) for location_ in planned["orphan_file_locations"]} == expected
     for path in expected:
         del seq.strays[path]
 
