@@ -22,9 +22,10 @@ The model keeps the rows of every snapshot. After each maintenance step:
 2. every file the metadata references exists: the current and logged metadata files, and every retained
    snapshot's manifest list, manifests and live data and delete files;
 3. expiry removed exactly the snapshots and refs that Iceberg Java's ``RemoveSnapshots`` rules remove, computed
-   here independently from the metadata before the call;
+   here independently from the metadata before the call, and left no file that only they referenced; its dry run
+   planned the same and changed nothing;
 4. orphan removal removed exactly the stray files older than its cutoff and nothing else (a young stray stands
-   for a file of a write still in progress).
+   for a file of a write still in progress); its dry run listed the same files and removed none.
 
 CI runs ``CI_SEEDS``; ``AIP_LIFECYCLE_SEEDS=N`` runs seeds 0..N-1 instead (``A:B``: seeds A..B-1), and
 ``AIP_LIFECYCLE_STEPS`` sets the length of a sequence (26). A failure names the seed, the setting that replays it
@@ -59,6 +60,7 @@ from spark_jobs.engine.compaction.candidates import list_candidates
 from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites
 from spark_jobs.engine.compaction.strategy import resolve_strategy
 from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
+from spark_jobs.engine.maintenance.reachable_files import normalize_location, reachable_locations
 from spark_jobs.engine.planning.scan_planner import whole_file_slice
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import SnapshotNotFoundError
@@ -429,9 +431,12 @@ def op_expire(seq: Sequence) -> None:
         assert {p for p in location.rglob("*") if p.is_file()} == files
         seq.reload()
         assert seq.table.metadata_location == metadata_location, "a dry run committed"
+    unreferenced_before = _unreferenced_files(seq)
     result = _maintain(seq, "expire-snapshots", *args)
     seq.reload()
     after = seq.table.metadata
+    left = _unreferenced_files(seq) - unreferenced_before
+    assert not left, f"expiry left files only expired snapshots referenced: {sorted(map(str, left))}"
     gone = {s.snapshot_id for s in before.snapshots} - {s.snapshot_id for s in after.snapshots}
     assert gone == expected_snapshots, f"expired {sorted(gone)}, Java's rules expire {sorted(expected_snapshots)}"
     assert set(before.refs) - set(after.refs) == expected_refs, (
@@ -574,6 +579,20 @@ def check_time_travel(seq: Sequence) -> None:
             continue
         assert retained, f"as of {at} main was at expired snapshot {expected}, yet a read returned {len(rows)} rows"
         assert rows == seq.rows[expected], f"as of {at} does not read snapshot {expected}"
+
+
+def _unreferenced_files(seq: Sequence) -> set[Path]:
+    """Data, delete, manifest and manifest list files under the table location that no metadata references."""
+    table = seq.table
+    reachable = {normalize_location(x) for x in reachable_locations(table.metadata, table.metadata_location, table.io)}
+    return {
+        path
+        for path in _local(table.metadata.location).rglob("*")
+        if path.is_file()
+        and not path.name.endswith(".metadata.json")
+        and path not in seq.strays
+        and normalize_location(f"file://{path}") not in reachable
+    }
 
 
 def _referenced_files(table: Table) -> set[str]:
