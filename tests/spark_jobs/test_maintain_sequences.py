@@ -6,9 +6,9 @@ v2 or v3, by seed):
 1. Writes through the engine's writers and committer, to ``main`` or to a branch: appends, overwrites of a
    partition, upserts (position deletes, or deletion vectors on v3, and the rows again), deletes by position (or
    deletion vector) or by equality on ``id``.
-2. Refs through pyiceberg: branches and tags at any retained snapshot, with or without their own retention
-   (``max-ref-age-ms``; on branches ``min-snapshots-to-keep`` and ``max-snapshot-age-ms``), and the table's
-   ``history.expire.*`` properties set or unset.
+2. Refs through pyiceberg: main rolled back to an ancestor; branches and tags at any retained snapshot, with or
+   without their own retention (``max-ref-age-ms``; on branches ``min-snapshots-to-keep`` and
+   ``max-snapshot-age-ms``); the table's ``history.expire.*`` properties set or unset.
 3. Maintenance of ``main``: compaction (bin-pack, sort, z-order; with and without partial progress) run in this
    process as the executors would, and the maintain job's rewrite-position-deletes, rewrite-manifests,
    expire-snapshots (varied ``--older-than`` and ``--retain-last``) and remove-orphan-files (stray files of
@@ -320,6 +320,23 @@ def op_create_ref(seq: Sequence) -> None:
         seq.table.manage_snapshots().create_branch(
             snapshot_id, name, max_ref_age_ms=max_ref_age, max_snapshot_age_ms=max_age, min_snapshots_to_keep=keep
         ).commit()
+    seq.reload()
+
+
+def op_rollback(seq: Sequence) -> None:
+    """Main rolled back to one of its ancestors (pyiceberg), as a user undoes a bad write."""
+    metadata = seq.table.metadata
+    head = metadata.current_snapshot()
+    ancestors = []
+    while head is not None and head.parent_snapshot_id is not None:
+        head = metadata.snapshot_by_id(head.parent_snapshot_id)
+        if head is not None:
+            ancestors.append(head.snapshot_id)
+    if not ancestors:
+        return
+    target = seq.rng.choice(ancestors)
+    seq.ops.append(f"rollback(main, to {target})")
+    seq.table.manage_snapshots().rollback_to_snapshot(target).commit()
     seq.reload()
 
 
@@ -639,8 +656,10 @@ def run_sequence(seq: Sequence) -> None:
             rng.choice(WRITES)(seq, branch)
         elif kind < 0.62:
             op_create_ref(seq)
-        elif kind < 0.68:
+        elif kind < 0.66:
             op_set_property(seq)
+        elif kind < 0.69:
+            op_rollback(seq)
         else:
             rng.choice(MAINTENANCE)(seq)
             check_table(seq)

@@ -15,7 +15,10 @@ Which snapshots stay (Java's ``internalApply``):
 
 The commit is pyiceberg's ``RemoveSnapshotRefUpdate`` for each dropped ref and ``RemoveSnapshotsUpdate`` (it
 removes the snapshots, their log entries and statistics entries, and deletes no file) with requirements that every
-ref still points where it pointed when the snapshots were chosen. pyiceberg's own ``ExpireSnapshots`` builder
+ref still points where it pointed when the snapshots were chosen. pyiceberg removes only the expired snapshots'
+entries from the snapshot log, where Java drops every entry before them as well; the same commit records the
+time of the last removed entry (``table.snapshots.EXPIRED_LOG_PROPERTY``) so that reads as of a time up to it fail
+as Java's do instead of resolving to an older entry. pyiceberg's own ``ExpireSnapshots`` builder
 asserts nothing, so a branch that moved meanwhile would not be noticed; here a lost race reloads the table and
 chooses again, up to ``COMMIT_ATTEMPTS`` times, and nothing is deleted before a commit is known to have landed (a
 call without an answer is decided from the reloaded table, as ``commit.outcome`` does for snapshots). Then the
@@ -46,6 +49,7 @@ from pyiceberg.table.update import (
     AssertTableUUID,
     RemoveSnapshotRefUpdate,
     RemoveSnapshotsUpdate,
+    SetPropertiesUpdate,
     TableRequirement,
     TableUpdate,
 )
@@ -56,6 +60,7 @@ from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_fi
 from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
 from spark_jobs.engine.shared.errors import EngineError, UserInputError
 from spark_jobs.engine.table.properties import int_property
+from spark_jobs.engine.table.snapshots import EXPIRED_LOG_PROPERTY
 
 log = logging.getLogger(__name__)
 MAX_SNAPSHOT_AGE_PROPERTY = "history.expire.max-snapshot-age-ms"
@@ -247,6 +252,7 @@ def _commit_expiration(
         updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(ref_name=name) for name in choice.ref_names]
         if choice.snapshot_ids:
             updates.append(RemoveSnapshotsUpdate(snapshot_ids=choice.snapshot_ids))
+            updates += _expired_log_update(before, choice.snapshot_ids)
         try:
             response = table.catalog.commit_table(table, requirements, tuple(updates))
         except CommitFailedException as error:
@@ -265,6 +271,17 @@ def _commit_expiration(
         f"expiring snapshots of {'.'.join(table.name())} failed {COMMIT_ATTEMPTS} times (refs kept moving or the "
         f"catalog did not answer); no snapshot was expired and no file deleted; last error: {last_error}"
     )
+
+
+def _expired_log_update(metadata: TableMetadata, expired_ids: list[int]) -> list[TableUpdate]:
+    """Record the time of the last log entry the expiry removes, as ``EXPIRED_LOG_PROPERTY`` (module doc, commit)."""
+    expired = set(expired_ids)
+    times = [entry.timestamp_ms for entry in metadata.snapshot_log if entry.snapshot_id in expired]
+    if not times:
+        return []
+    recorded = metadata.properties.get(EXPIRED_LOG_PROPERTY)
+    through = max(*times, int(recorded) if recorded and recorded.isdigit() else 0)
+    return [SetPropertiesUpdate(updates={EXPIRED_LOG_PROPERTY: str(through)})]
 
 
 def _expiration_landed(table: Table, choice: ExpirationChoice, error: Exception) -> bool:

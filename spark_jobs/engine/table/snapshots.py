@@ -5,8 +5,10 @@ Time travel follows Iceberg Java (``SnapshotUtil``):
 1. ``as_of`` resolves through the snapshot log (the main branch's history), not the snapshot list: the last log
    entry whose timestamp is <= the requested time wins (``snapshotIdAsOfTime``).
 2. An expiry removes the log entries of the snapshots it removes (pyiceberg's ``RemoveSnapshotsUpdate``), where
-   Java drops every entry before them, so an entry can be followed by a snapshot that was not committed on top of
-   it: a time in between was at an expired snapshot, and is an error as in Java, never the older entry's rows.
+   Java drops every entry before them too, so a time when main was at an expired snapshot would resolve to an
+   older entry's snapshot, which never held those rows. As in Java, such a time is an error: an entry at or before
+   the time our expiry recorded in ``EXPIRED_LOG_PROPERTY`` (the last expired entry's), or one followed by a new
+   commit that is not its child (an expiry that recorded nothing), is no longer history.
 3. The schema of a read (``schemaFor``): the table's current schema for a read of the current state, of the main
    branch or of any branch; the snapshot's own schema (``schema-id``) for a snapshot id, a timestamp or a tag.
 """
@@ -23,6 +25,8 @@ from pyiceberg.table.snapshots import Snapshot, SnapshotLogEntry
 
 from spark_jobs.engine.shared.errors import SnapshotNotFoundError, UserInputError
 
+# The time of the last snapshot-log entry an expiry removed: entries up to it are not history any more (step 2).
+EXPIRED_LOG_PROPERTY = "airflow-iceberg-provider.snapshot-log-expired-through-ms"
 # How many snapshot ids an error message lists.
 _IDS_SHOWN = 5
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -156,6 +160,9 @@ def _snapshot_as_of(table: Table, timestamp_ms: int) -> Snapshot:
     chosen = log[chosen_index]
     snapshot = table.snapshot_by_id(chosen.snapshot_id)
     gap = _expired_gap_after(table, chosen.snapshot_id, log[chosen_index + 1] if chosen_index + 1 < len(log) else None)
+    expired_through = _expired_through(table)
+    if gap is None and expired_through is not None and chosen.timestamp_ms <= expired_through:
+        gap = f"a snapshot of the history an expiry removed (up to {_iso(expired_through)})"
     if snapshot is None or gap is not None:
         expired = f"snapshot {chosen.snapshot_id}" if snapshot is None else gap
         raise SnapshotNotFoundError(
@@ -163,6 +170,15 @@ def _snapshot_as_of(table: Table, timestamp_ms: int) -> Snapshot:
             f"{_existing_snapshots(table)}"
         )
     return snapshot
+
+
+def _expired_through(table: Table) -> int | None:
+    """The time up to which an expiry removed history (``EXPIRED_LOG_PROPERTY``), when one recorded it."""
+    value = table.properties.get(EXPIRED_LOG_PROPERTY)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _expired_gap_after(table: Table, snapshot_id: int, following: SnapshotLogEntry | None) -> str | None:

@@ -191,3 +191,35 @@ def test_as_of_a_time_when_main_was_at_an_expired_snapshot_is_an_error_not_an_ol
             resolve_snapshot(table, as_of=expired.timestamp_ms)
     assert resolve_snapshot(table, as_of=fourth.timestamp_ms).snapshot_id == fourth.snapshot_id
     assert resolve_snapshot(table, ref="kept").snapshot_id == first.snapshot_id
+
+
+def test_as_of_an_expired_snapshot_before_a_rollback_is_an_error_not_the_older_snapshot(sql_catalog):
+    import time
+
+    from spark_jobs.engine.maintenance import expire_snapshots
+
+    sql_catalog.create_namespace("ns")
+    table = sql_catalog.create_table("ns.rolled", schema=pa.schema([("id", pa.int64())]))
+    snapshots = []
+    for value in range(3):
+        time.sleep(0.005)  # distinct commit times
+        table.append(pa.table({"id": pa.array([value], pa.int64())}))
+        snapshots.append(table.current_snapshot())
+    first, second, third = snapshots
+    time.sleep(0.005)
+    table.manage_snapshots().rollback_to_snapshot(first.snapshot_id).create_tag(first.snapshot_id, "kept").commit()
+    time.sleep(0.005)
+    table = sql_catalog.load_table("ns.rolled")
+    table.append(pa.table({"id": pa.array([9], pa.int64())}))
+    rolled_back_at = table.metadata.snapshot_log[-2].timestamp_ms
+    fourth = table.current_snapshot()
+    future = int(time.time() * 1000) + 60_000
+    expire_snapshots(sql_catalog.load_table("ns.rolled"), older_than_ms=future, retain_last=1)
+    table = sql_catalog.load_table("ns.rolled")
+    assert {s.snapshot_id for s in table.snapshots()} == {first.snapshot_id, fourth.snapshot_id}
+    # the log keeps the first snapshot's entry, then the rollback's: main was at the expired second and third between
+    for expired in (second, third):
+        with pytest.raises(SnapshotNotFoundError, match="which has expired"):
+            resolve_snapshot(table, as_of=expired.timestamp_ms)
+    assert resolve_snapshot(table, as_of=rolled_back_at).snapshot_id == first.snapshot_id
+    assert resolve_snapshot(table, as_of=fourth.timestamp_ms).snapshot_id == fourth.snapshot_id
