@@ -184,8 +184,10 @@ def _expired_through(table: Table) -> int | None:
 def _expired_gap_after(table: Table, snapshot_id: int, following: SnapshotLogEntry | None) -> str | None:
     """Words for the expired history between a log entry and the next, when the next shows there was some (step 2).
 
-    The next entry records a new commit (its time is the snapshot's own) whose parent is not the entry's snapshot:
-    the main branch was at other snapshots in between, whose log entries an expiry removed with them.
+    The next entry records a new commit (its time is the snapshot's own) whose parent is not the entry's snapshot,
+    and other commits came between the two (sequence numbers): the main branch was at other snapshots in between,
+    whose log entries an expiry removed with them. (A REPLACE TABLE commit has no parent either, but directly
+    follows the entry it replaces, so its history stays readable as in Java.)
     """
     if following is None:
         return None
@@ -193,6 +195,11 @@ def _expired_gap_after(table: Table, snapshot_id: int, following: SnapshotLogEnt
     if successor is None or successor.timestamp_ms != following.timestamp_ms:
         return None  # a rollback or a move to an older snapshot: the entry's snapshot was current until then
     if successor.parent_snapshot_id == snapshot_id:
+        return None
+    entry_snapshot = table.snapshot_by_id(snapshot_id)
+    if entry_snapshot is None or not entry_snapshot.sequence_number or not successor.sequence_number:
+        return None  # format v1: no sequence numbers to tell
+    if successor.sequence_number <= entry_snapshot.sequence_number + 1:
         return None
     parent = successor.parent_snapshot_id
     return f"a snapshot before {following.snapshot_id} ({'its parent ' + str(parent) if parent else 'no longer known'})"

@@ -223,3 +223,51 @@ def test_as_of_an_expired_snapshot_before_a_rollback_is_an_error_not_the_older_s
             resolve_snapshot(table, as_of=expired.timestamp_ms)
     assert resolve_snapshot(table, as_of=rolled_back_at).snapshot_id == first.snapshot_id
     assert resolve_snapshot(table, as_of=fourth.timestamp_ms).snapshot_id == fourth.snapshot_id
+
+
+def _commit_without_parent(table) -> int:
+    """A new main snapshot with the current one's files and no parent, as a REPLACE TABLE commit makes one."""
+    from pyiceberg.table.snapshots import Snapshot
+    from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    current = table.current_snapshot()
+    replacement = Snapshot(
+        snapshot_id=current.snapshot_id + 1,
+        parent_snapshot_id=None,
+        sequence_number=table.metadata.last_sequence_number + 1,
+        timestamp_ms=current.timestamp_ms + 10,
+        manifest_list=current.manifest_list,
+        summary=current.summary,
+        schema_id=current.schema_id,
+    )
+    updates = (
+        AddSnapshotUpdate(snapshot=replacement),
+        SetSnapshotRefUpdate(ref_name="main", type="branch", snapshot_id=replacement.snapshot_id),
+    )
+    table.catalog.commit_table(table, (AssertRefSnapshotId(ref="main", snapshot_id=current.snapshot_id),), updates)
+    return replacement.snapshot_id
+
+
+def test_as_of_after_an_expiry_by_another_tool_or_a_replace(sql_catalog):
+    import time
+
+    sql_catalog.create_namespace("ns")
+    table = sql_catalog.create_table("ns.other", schema=pa.schema([("id", pa.int64())]))
+    snapshots = []
+    for value in range(3):
+        time.sleep(0.005)
+        table.append(pa.table({"id": pa.array([value], pa.int64())}))
+        snapshots.append(table.current_snapshot())
+    first, second, third = snapshots
+    table.manage_snapshots().create_tag(first.snapshot_id, "kept").commit()
+    # pyiceberg's own expiry records nothing: the third's parent is gone, and a commit came between it and the first
+    sql_catalog.load_table("ns.other").maintenance.expire_snapshots().by_id(second.snapshot_id).commit()
+    table = sql_catalog.load_table("ns.other")
+    with pytest.raises(SnapshotNotFoundError, match="which has expired"):
+        resolve_snapshot(table, as_of=second.timestamp_ms)
+    assert resolve_snapshot(table, as_of=third.timestamp_ms).snapshot_id == third.snapshot_id
+    # a parentless commit right after the head (REPLACE TABLE) keeps the history before it readable
+    replaced = _commit_without_parent(table)
+    table = sql_catalog.load_table("ns.other")
+    assert table.current_snapshot().snapshot_id == replaced
+    assert resolve_snapshot(table, as_of=third.timestamp_ms + 1).snapshot_id == third.snapshot_id
