@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -167,18 +168,22 @@ def test_as_of_resolves_through_the_snapshot_log_not_the_snapshot_list(sql_catal
     assert resolve_snapshot(table, as_of=second.timestamp_ms).snapshot_id == second.snapshot_id
 
 
-def test_as_of_a_time_when_main_was_at_an_expired_snapshot_is_an_error_not_an_older_snapshot(sql_catalog):
-    import time
-
-    from spark_jobs.engine.maintenance import expire_snapshots
-
-    sql_catalog.create_namespace("ns")
-    table = sql_catalog.create_table("ns.expired", schema=pa.schema([("id", pa.int64())]))
+def _appended(sql_catalog, name: str, count: int) -> tuple:
+    """A new table ``ns.<name>`` and its ``count`` append snapshots, committed a few milliseconds apart."""
+    sql_catalog.create_namespace_if_not_exists("ns")
+    table = sql_catalog.create_table(f"ns.{name}", schema=pa.schema([("id", pa.int64())]))
     snapshots = []
-    for value in range(4):
+    for value in range(count):
         time.sleep(0.005)  # distinct commit times
         table.append(pa.table({"id": pa.array([value], pa.int64())}))
         snapshots.append(table.current_snapshot())
+    return table, snapshots
+
+
+def test_as_of_a_time_when_main_was_at_an_expired_snapshot_is_an_error_not_an_older_snapshot(sql_catalog):
+    from spark_jobs.engine.maintenance import expire_snapshots
+
+    table, snapshots = _appended(sql_catalog, "expired", 4)
     first, second, third, fourth = snapshots
     table.manage_snapshots().create_tag(first.snapshot_id, "kept").commit()
     future = int(time.time() * 1000) + 60_000
@@ -194,17 +199,9 @@ def test_as_of_a_time_when_main_was_at_an_expired_snapshot_is_an_error_not_an_ol
 
 
 def test_as_of_an_expired_snapshot_before_a_rollback_is_an_error_not_the_older_snapshot(sql_catalog):
-    import time
-
     from spark_jobs.engine.maintenance import expire_snapshots
 
-    sql_catalog.create_namespace("ns")
-    table = sql_catalog.create_table("ns.rolled", schema=pa.schema([("id", pa.int64())]))
-    snapshots = []
-    for value in range(3):
-        time.sleep(0.005)  # distinct commit times
-        table.append(pa.table({"id": pa.array([value], pa.int64())}))
-        snapshots.append(table.current_snapshot())
+    table, snapshots = _appended(sql_catalog, "rolled", 3)
     first, second, third = snapshots
     time.sleep(0.005)
     table.manage_snapshots().rollback_to_snapshot(first.snapshot_id).create_tag(first.snapshot_id, "kept").commit()
@@ -249,15 +246,8 @@ def _commit_without_parent(table) -> int:
 
 
 def test_as_of_after_an_expiry_by_another_tool_or_a_replace(sql_catalog):
-    import time
 
-    sql_catalog.create_namespace("ns")
-    table = sql_catalog.create_table("ns.other", schema=pa.schema([("id", pa.int64())]))
-    snapshots = []
-    for value in range(3):
-        time.sleep(0.005)
-        table.append(pa.table({"id": pa.array([value], pa.int64())}))
-        snapshots.append(table.current_snapshot())
+    table, snapshots = _appended(sql_catalog, "other", 3)
     first, second, third = snapshots
     table.manage_snapshots().create_tag(first.snapshot_id, "kept").commit()
     # pyiceberg's own expiry records nothing: the third's parent is gone, and a commit came between it and the first
