@@ -81,6 +81,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from spark_jobs.spark.ingest import ingest, parquet_source_of, reads_source_files_directly
 
     args = build_parser().parse_args(argv)
+    if args.sql is not None and not args.sql.strip():  # e.g. a template that rendered empty: never ingest unfiltered
+        raise UsageError(
+            f"spark_jobs/ingest.py: --sql is empty; give one query over the view '{SOURCE_VIEW}' or omit it"
+        )
     options = IngestOptions(
         mode=args.mode,
         key=tuple(c.strip() for c in args.key.split(",") if c.strip()) if args.key else (),

@@ -42,6 +42,18 @@ def check_options(options: IngestOptions) -> None:
         raise UserInputError(f"--mode {options.mode} needs --key naming the key column(s)")
     if options.overwrite_filter is not None and options.mode != "overwrite":
         raise UserInputError("--overwrite-filter applies to --mode overwrite only")
+    if options.overwrite_filter is not None and not options.overwrite_filter.strip():
+        # Blank would match every row: the whole table replaced, where leaving it out replaces only the partitions
+        # the source writes to.
+        raise UserInputError(
+            "--overwrite-filter is empty; give a row filter ('true' replaces every row) or leave it out to replace "
+            "the partitions the source writes to"
+        )
+    if options.idempotency_key is not None and not options.idempotency_key.strip():
+        # Recorded as a key, a blank key would make every later run with it a silent no-op.
+        raise UserInputError(
+            "--idempotency-key is empty; give a key unique to the run (e.g. run id and task) or omit it"
+        )
     if options.format_version not in FORMAT_VERSIONS:
         raise UserInputError(f"--format-version must be 2 or 3, got {options.format_version}")
     if (options.partition_by or options.sort_by) and not options.create_if_missing:

@@ -11,12 +11,13 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pyarrow as pa
 from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 from pyiceberg.table.sorting import NullOrder
-from pyiceberg.transforms import IdentityTransform
+from pyiceberg.transforms import IdentityTransform, Transform
 
 from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
 from spark_jobs.engine.ingest.options import IngestOptions
@@ -40,12 +41,47 @@ def load_or_create_table(catalog: Catalog, identifier: str, source_schema: pa.Sc
     for column in [*(c for c, _ in partition_fields), *(c for c, _ in sort_fields)]:
         if column not in source_schema.names:
             raise UserInputError(f"layout column {column!r} is not a source column; columns: {source_schema.names}")
+    _check_transforms(partition_fields, source_schema)
     namespace = ".".join(catalog.identifier_to_tuple(identifier)[:-1])
     catalog.create_namespace_if_not_exists(namespace)
     if options.format_version >= 3:
         allow_v3_metadata_writes()
     properties = {"format-version": str(options.format_version)}
     table = catalog.create_table(identifier, schema=source_schema, properties=properties)
+    try:
+        _set_layout(table, partition_fields, sort_fields)
+    except BaseException:
+        _drop_new_table(catalog, identifier)
+        raise
+    log.info("created table %s (format v%d)", identifier, options.format_version)
+    return table
+
+
+def _check_transforms(partition_fields: list[tuple[str, Transform[Any, Any]]], source_schema: pa.Schema) -> None:
+    """Refuse a partition transform the column's type does not take (``day`` of a long), before the table exists."""
+    # Converted without field ids (all -1), so the columns are found by name among the top-level fields.
+    types = {field.name: field.field_type for field in Catalog._convert_schema_if_needed(source_schema).fields}
+    for column, transform in partition_fields:
+        field_type = types[column]
+        if not transform.can_transform(field_type):
+            raise UserInputError(
+                f"--partition-by {transform}({column}): column {column!r} is {field_type}, which {transform} cannot "
+                "partition (year/month/day/hour take dates and timestamps; bucket and truncate take no floats)"
+            )
+
+
+def _drop_new_table(catalog: Catalog, identifier: str) -> None:
+    """Drop a table this job just created and could not finish setting up (it holds no snapshot yet)."""
+    try:
+        catalog.purge_table(identifier)
+    except Exception as error:  # the setup failure is what the caller reports; this one is logged
+        log.warning("could not drop the half-created table %s: %s", identifier, error)
+
+
+def _set_layout(
+    table: Table, partition_fields: list[tuple[str, Transform[Any, Any]]], sort_fields: list[tuple[str, bool]]
+) -> None:
+    """Partition and sort a table just created, as ``--partition-by`` and ``--sort-by`` say."""
     if partition_fields:
         with table.update_spec() as spec_update:
             for column, transform in partition_fields:
@@ -57,8 +93,6 @@ def load_or_create_table(catalog: Catalog, identifier: str, source_schema: pa.Sc
                     order_update.asc(column, IdentityTransform(), NullOrder.NULLS_FIRST)
                 else:
                     order_update.desc(column, IdentityTransform(), NullOrder.NULLS_LAST)
-    log.info("created table %s (format v%d)", identifier, options.format_version)
-    return table
 
 
 def check_source_schema(table: Table, source_schema: pa.Schema, options: IngestOptions) -> SchemaCheck:
