@@ -28,12 +28,21 @@ DEFAULT_WATCH_POLL_SECONDS = 60.0
 
 def table_asset_uri(catalog: str, table: str) -> str:
     """The asset URI of ``table`` ("namespace.table") in ``catalog``."""
+    check_table_identifier(table)
     namespace, _, name = table.rpartition(".")
-    if not namespace or not name:
-        raise ValueError(f"table {table!r} needs a namespace: 'namespace.table'")
     if not catalog:
         raise ValueError(f"table {table!r} needs a catalog name for its asset URI")
     return f"{SCHEME}://{catalog.lower()}/{namespace}/{name}"
+
+
+def check_table_identifier(table: str, owner: str = "") -> None:
+    """Refuse a table identifier without a namespace or with an empty part (``t``, ``db..t``); templates pass."""
+    if "{{" in table:
+        return
+    parts = table.split(".")
+    if len(parts) < 2 or any(not part.strip() for part in parts):
+        prefix = f"{owner}: " if owner else ""
+        raise ValueError(f"{prefix}table {table!r} needs a namespace and no empty part: 'namespace.table'")
 
 
 def iceberg_table_asset(catalog: str, table: str, **kwargs: Any) -> Any:

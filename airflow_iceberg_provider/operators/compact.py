@@ -9,6 +9,12 @@ from airflow_iceberg_provider.compaction_report import html_report, size_histogr
 from airflow_iceberg_provider.compaction_stats import CompactionThresholds, FileStats, file_stats
 from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion
 from airflow_iceberg_provider.links import CompactionReportLink, SparkDriverLogLink, SparkUiLink, browsable
+from airflow_iceberg_provider.operators.arguments import (
+    COMPACT_STRATEGIES,
+    REWRITE_JOB_ORDERS,
+    check_choice,
+    check_integer,
+)
 from airflow_iceberg_provider.operators.spark_job import (
     IcebergSparkJobOperator,
     flag_arguments,
@@ -131,6 +137,25 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         super().__init__(**kwargs)
         if max_commits is not None and not partial_progress:
             raise ValueError(f"IcebergCompactOperator {self.task_id}: max_commits needs partial_progress=True")
+        owner = f"IcebergCompactOperator {self.task_id}"
+        check_choice(owner, "strategy", strategy, COMPACT_STRATEGIES)
+        check_choice(owner, "rewrite_job_order", rewrite_job_order, REWRITE_JOB_ORDERS)
+        integers = {
+            "target_file_size_bytes": target_file_size_bytes,
+            "min_file_size_bytes": min_file_size_bytes,
+            "max_file_size_bytes": max_file_size_bytes,
+            "min_input_files": min_input_files,
+            "delete_file_threshold": delete_file_threshold,
+            "max_file_group_size_bytes": max_file_group_size_bytes,
+            "max_concurrent_file_group_rewrites": max_concurrent_file_group_rewrites,
+            "max_commits": max_commits,
+            "output_spec_id": output_spec_id,
+            "shuffle_partitions_per_file": shuffle_partitions_per_file,
+            "var_length_contribution": var_length_contribution,
+            "max_output_size": max_output_size,
+        }
+        for parameter, value in integers.items():
+            check_integer(owner, parameter, value)
         self.where = where
         self.target_file_size_bytes = target_file_size_bytes
         self.min_file_size_bytes = min_file_size_bytes

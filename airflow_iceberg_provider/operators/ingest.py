@@ -6,6 +6,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_iceberg_provider.lineage import Files, LineageDatasets, LineageItem, TableVersion
+from airflow_iceberg_provider.operators.arguments import (
+    INGEST_DELETE_MODES,
+    INGEST_SOURCE_FORMATS,
+    check_choice,
+    literal,
+)
 from airflow_iceberg_provider.operators.spark_job import (
     IcebergSparkJobOperator,
     column_list,
@@ -101,6 +107,17 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
                     f"IcebergIngestOperator {self.task_id}: format_version applies to a table the job creates; "
                     "set create_if_missing=True"
                 )
+        owner = f"IcebergIngestOperator {self.task_id}"
+        if optional_text(source) is None:
+            raise ValueError(f"{owner}: source= is empty; give the files to load (a file or directory URI)")
+        check_choice(owner, "source_format", source_format, INGEST_SOURCE_FORMATS)
+        check_choice(owner, "delete_mode", delete_mode, INGEST_DELETE_MODES)
+        if literal(mode) in ("upsert", "delete") and optional_text(column_list(key)) is None:
+            raise ValueError(f"{owner}: mode {mode!r} needs key= naming the key column(s)")
+        if literal(overwrite_filter) is not None and literal(mode) not in (None, "overwrite"):
+            raise ValueError(f"{owner}: overwrite_filter applies to mode 'overwrite' only, not {mode!r}")
+        if (optional_text(partition_by) or optional_text(column_list(sort_by))) and not create_if_missing:
+            raise ValueError(f"{owner}: partition_by and sort_by apply to a table made with create_if_missing=True")
         self.source = source
         self.source_format = source_format
         self.sql = sql

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion
+from airflow_iceberg_provider.operators.arguments import REWRITE_JOB_ORDERS, check_choice, check_integer
 from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, is_enabled
 
 if TYPE_CHECKING:
@@ -111,6 +112,12 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
                 raise ValueError(
                     f"IcebergMaintenanceOperator {self.task_id}: {attribute} applies to {', '.join(takes[attribute])}"
                 )
+        owner = f"IcebergMaintenanceOperator {self.task_id}"
+        check_integer(owner, "retain_last", retain_last, minimum=1)
+        check_integer(owner, "target_file_size_bytes", target_file_size_bytes)
+        check_integer(owner, "min_input_files", min_input_files)
+        check_integer(owner, "spec_id", spec_id)
+        check_choice(owner, "rewrite_job_order", rewrite_job_order, REWRITE_JOB_ORDERS)
         self.action = action
         self.allow_short_retention = allow_short_retention
         self.older_than = older_than

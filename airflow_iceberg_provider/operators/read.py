@@ -6,6 +6,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_iceberg_provider.lineage import Files, LineageDatasets, TableVersion
+from airflow_iceberg_provider.operators.arguments import (
+    READ_OUTPUT_FORMATS,
+    READ_WRITE_MODES,
+    check_at_most_one,
+    check_choice,
+    check_integer,
+)
 from airflow_iceberg_provider.operators.spark_job import (
     IcebergSparkJobOperator,
     column_list,
@@ -80,6 +87,12 @@ class IcebergReadOperator(IcebergSparkJobOperator):
                 f"IcebergReadOperator on {kwargs.get('table')!r} needs exactly one of output_path= and aggregates="
             )
         super().__init__(**kwargs)
+        owner = f"IcebergReadOperator {self.task_id}"
+        check_at_most_one(owner, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+        check_integer(owner, "snapshot_id", snapshot_id)
+        check_integer(owner, "split_size", split_size, minimum=1)
+        check_choice(owner, "output_format", output_format, READ_OUTPUT_FORMATS)
+        check_choice(owner, "write_mode", write_mode, READ_WRITE_MODES)
         self.output_path = output_path
         self.aggregates = aggregates
         self.snapshot_id = snapshot_id

@@ -20,7 +20,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import BaseOperatorLink
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_iceberg_provider.assets import operator_table_asset, schedule_assets
+from airflow_iceberg_provider.assets import check_table_identifier, operator_table_asset, schedule_assets
 from airflow_iceberg_provider.engine_package import engine_zip, job_script
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
@@ -93,6 +93,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
             conf={**DEFAULT_JOB_CONF, **(conf or {})},
             **kwargs,
         )
+        check_table_identifier(table, f"{type(self).__name__} {self.task_id}")
         self.table = table
         self.catalog = catalog
         self.iceberg_conn_id = iceberg_conn_id

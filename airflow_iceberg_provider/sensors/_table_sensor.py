@@ -14,6 +14,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException
 from airflow.triggers.base import BaseTrigger
 
+from airflow_iceberg_provider.assets import check_table_identifier
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ class IcebergTableSensor(BaseSensorOperator):
         super().__init__(**kwargs)
         if not catalog and not iceberg_conn_id:
             raise ValueError(f"{type(self).__name__} {self.task_id} on {table!r} needs catalog= or iceberg_conn_id=")
+        check_table_identifier(table, f"{type(self).__name__} {self.task_id}")
         self.table = table
         self.catalog = catalog
         self.iceberg_conn_id = iceberg_conn_id
