@@ -4,9 +4,12 @@
    on row-group boundaries and packed into tasks of the group's input split size with no open-file cost (as Java
    reads a group), so each task writes about one output file. Tasks never mix groups.
 2. ``rewrite_contexts``: the scan context reads every column of the table's current schema (plus the columns only
-   equality deletes name, e.g. of a dropped column); the write context writes the current schema with the plan's
-   output spec (``output-spec-id``) and the table's sort order (a sort or z-order rewrite sorts rows itself and marks
-   files with its own order's id), rolling files at the plan's writer max file size (Java's ``writeMaxFileSize``).
+   equality deletes name, e.g. of a dropped column), and on v3 each row's lineage (``_row_id`` and
+   ``_last_updated_sequence_number``, stored or inherited), which the written files store, as Iceberg Java's rewrite
+   does: rows moved by a rewrite keep their ids and sequence numbers (spec: "Row Lineage"). The write context writes
+   the current schema (plus the lineage columns on v3) with the plan's output spec (``output-spec-id``) and the
+   table's sort order (a sort or z-order rewrite sorts rows itself and marks files with its own order's id), rolling
+   files at the plan's writer max file size (Java's ``writeMaxFileSize``).
 3. ``rewrite_task`` (on an executor): the task's surviving rows (position deletes, deletion vectors and equality
    deletes applied), split by the output spec's partitions, sorted by the table's sort order, written; returns the
    written files as plain dicts (``write.file_entries``). The rows stream: each batch the reader yields goes to a
@@ -22,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+from pyiceberg.schema import Schema
 from pyiceberg.table import Table, TableProperties
 
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
-from spark_jobs.engine.planning.scan_context import ScanContext
+from spark_jobs.engine.planning.scan_context import ROW_LINEAGE, ROW_LINEAGE_FORMAT_VERSION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
 from spark_jobs.engine.read.session import build_scan_context
@@ -76,13 +80,22 @@ def plan_rewrite_tasks(table: Table, groups: tuple[FileGroup, ...] | list[FileGr
 def rewrite_contexts(table: Table, plan: RewritePlan, tasks: list[RewriteTask]) -> RewriteContexts:
     """The scan and write contexts of a rewrite of ``table`` (module doc, step 2)."""
     schema = table.schema()
-    scan = build_scan_context(table, schema, schema.fields, [data_file for task in tasks for data_file in task.slices])
-    write = WriteContext.for_table(table)
+    lineage = ROW_LINEAGE if table.format_version >= ROW_LINEAGE_FORMAT_VERSION else ()
+    files = [data_file for task in tasks for data_file in task.slices]
+    scan = build_scan_context(table, schema, [*schema.fields, *lineage], files)
+    write = WriteContext.for_table(table, with_lineage_fields(schema) if lineage else None)
     properties = {**write.properties, TableProperties.WRITE_TARGET_FILE_SIZE_BYTES: str(plan.write_max_file_size)}
     write = dataclasses.replace(write, properties=properties, default_spec_id=plan.output_spec_id)
     if plan.strategy.is_shuffling:  # rows arrive sorted by the strategy's keys; files carry its sort order id
         write = dataclasses.replace(write, sort_order_json=None, sort_order_id=plan.strategy.output_sort_order_id)
     return RewriteContexts(scan=scan, write=write)
+
+
+def with_lineage_fields(schema: Schema) -> Schema:
+    """``schema`` plus the row lineage columns, for data files that store each row's lineage."""
+    return Schema(
+        *schema.fields, *ROW_LINEAGE, schema_id=schema.schema_id, identifier_field_ids=schema.identifier_field_ids
+    )
 
 
 def read_task_batches(task: RewriteTask, context: ScanContext, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:

@@ -125,7 +125,13 @@ def read_data_file(
         metrics.bytes_read += footer_bytes_read
         metadata = footer.metadata
         leaves, file_schema = _file_layout(footer, name_mapping_json)
-        resolver = FileColumnResolver(read_schema, file_schema, leaves, data_file.partition_constants)
+        resolver = FileColumnResolver(
+            read_schema,
+            file_schema,
+            leaves,
+            data_file.partition_constants,
+            (data_file.first_row_id, data_file.data_sequence_number),
+        )
         field_statistics = FieldStatistics(metadata, resolver, leaves, read_schema)
 
         plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])

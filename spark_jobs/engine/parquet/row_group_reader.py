@@ -31,9 +31,11 @@ from pyiceberg.types import NestedField, StructType
 from spark_jobs.engine.parquet.file_columns import LeafColumn
 from spark_jobs.engine.parquet.schema_projection import ArrowColumn, constant_column, project_column
 from spark_jobs.engine.parquet.sized_fragment import FragmentRowGroups
-from spark_jobs.engine.planning.scan_context import ROW_POSITION
+from spark_jobs.engine.planning.scan_context import LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, ROW_POSITION
 from spark_jobs.engine.shared.errors import InvalidFilterError
 from spark_jobs.engine.shared.metrics import ScanMetrics
+
+_LINEAGE_IDS = frozenset({ROW_ID.field_id, LAST_UPDATED_SEQUENCE_NUMBER.field_id})
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,11 @@ class FileColumnResolver:
         file_schema: Schema,
         leaves: list[LeafColumn],
         partition_constants: Mapping[int, Any],
+        row_lineage: tuple[int | None, int] = (None, 0),
     ) -> None:
         self.read_schema = read_schema
+        # (first row id, data sequence number) of the file: the values its rows inherit for the lineage columns
+        self.row_lineage = row_lineage
         self.file_schema = file_schema
         self.paths = field_paths(read_schema)
         top_level_file_fields = {field.field_id: field for field in file_schema.fields}
@@ -160,17 +165,33 @@ class RowGroupColumns:
                 file_field = self.resolver.file_fields[field_id]
                 values = table.column(name)
                 self.columns[field_id] = project_column(read_field, file_field, values, self.num_rows, self.source)
+                if field_id in _LINEAGE_IDS:
+                    self.columns[field_id] = self._row_lineage(field_id, self.columns[field_id])
         for field_id in wanted:
             if field_id in self.columns:
                 continue
             read_field = self.resolver.read_schema.find_field(field_id)
             if field_id == ROW_POSITION.field_id:
                 self.columns[field_id] = self._row_positions()
+            elif field_id in _LINEAGE_IDS:
+                self.columns[field_id] = self._row_lineage(field_id, None)
             elif field_id in self.resolver.constants:
                 value = self.resolver.constants[field_id]
                 self.columns[field_id] = constant_column(read_field.field_type, value, self.num_rows)
             else:
                 self.columns[field_id] = project_column(read_field, None, None, self.num_rows, self.source)
+
+    def _row_lineage(self, field_id: int, stored: ArrowColumn | None) -> ArrowColumn:
+        """A lineage column (``_row_id`` or ``_last_updated_sequence_number``): the file's stored values, nulls
+        (or a missing column) filled with what the rows inherit (spec: "Row Lineage"); null before v3."""
+        first_row_id, data_sequence_number = self.resolver.row_lineage
+        if first_row_id is None:  # a file of a table before v3: nothing to inherit
+            inherited = pa.nulls(self.num_rows, pa.int64())
+        elif field_id == ROW_ID.field_id:
+            inherited = pc.add(self._row_positions(), pa.scalar(first_row_id, pa.int64()))
+        else:
+            inherited = pa.array(np.full(self.num_rows, data_sequence_number, dtype=np.int64))
+        return inherited if stored is None else pc.coalesce(as_array(stored), inherited)
 
     def _row_positions(self) -> pa.Array:
         """Each row's position in the file (the ``_pos`` metadata column): the run's row groups' row ranges."""

@@ -29,6 +29,19 @@ DEFAULT_BATCH_SIZE = 131_072
 # Iceberg's reserved metadata column of a row's position in its data file (spec: "Reserved Field IDs"). A read
 # schema holding it gets each surviving row's position, counted before any delete or filter.
 ROW_POSITION = NestedField(2147483645, "_pos", LongType(), required=True, doc="Ordinal position of the row in the file")
+# Iceberg's row lineage metadata columns (v3). A read schema holding them gets each row's value stored in the data
+# file, or where the file stores none (null or no column) the inherited one: the file's first row id plus the row's
+# position, and the file's data sequence number.
+ROW_ID = NestedField(2147483540, "_row_id", LongType(), required=False, doc="Implicit row ID assigned on insert")
+LAST_UPDATED_SEQUENCE_NUMBER = NestedField(
+    2147483539,
+    "_last_updated_sequence_number",
+    LongType(),
+    required=False,
+    doc="Sequence number when the row was last updated",
+)
+ROW_LINEAGE = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+ROW_LINEAGE_FORMAT_VERSION = 3  # the first format version with row lineage
 _DERIVED = frozenset({"read_schema", "bound_filter", "io", "output_schema", "field_types"})
 
 

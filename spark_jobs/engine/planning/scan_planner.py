@@ -39,7 +39,7 @@ from spark_jobs.engine.planning.splitting import (
 from spark_jobs.engine.shared.errors import InvalidFilterError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_cache import cached_manifests
-from spark_jobs.engine.table.manifest_entries import partition_values
+from spark_jobs.engine.table.manifest_entries import first_row_id, partition_values
 from spark_jobs.engine.table.snapshots import schema_for_snapshot
 
 
@@ -182,6 +182,7 @@ def whole_file_slice(entry: ManifestEntry, spec: PartitionSpec, deletes: Applied
         deletion_vector=deletes.deletion_vector,
         equality_deletes=deletes.equality_deletes,
         data_sequence_number=entry.sequence_number or 0,
+        first_row_id=first_row_id(data_file),
         split_offsets=tuple(data_file.split_offsets) if data_file.split_offsets else None,
         partition=partition_values(data_file),
     )

@@ -68,6 +68,8 @@ class DataFileSlice:
     deletion_vector: DeletionVector | None = None
     equality_deletes: tuple[EqualityDeleteFile, ...] = ()
     data_sequence_number: int = 0
+    # The file's first row id (v3 row lineage, explicit or inherited from its manifest); None before v3.
+    first_row_id: int | None = None
     # Row-group split offsets from the manifest (split_offsets), when known.
     split_offsets: tuple[int, ...] | None = None
     # The file's partition values, in its spec's field order (as pyiceberg holds them): writers of deletes for it

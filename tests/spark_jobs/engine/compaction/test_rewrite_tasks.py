@@ -4,17 +4,31 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
+from pyiceberg.table.snapshots import Operation
 
 from spark_jobs.engine.commit.committer import commit_change
+from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
+from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
-from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewrite_contexts
+from spark_jobs.engine.compaction.candidates import list_candidates
+from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewrite_contexts, with_lineage_fields
+from spark_jobs.engine.compaction.strategy import resolve_strategy
+from spark_jobs.engine.table.manifest_entries import first_row_id
+from spark_jobs.engine.write.file_entries import to_data_file
+from spark_jobs.engine.write.write_context import WriteContext, write_data
 from tests.support.conformance import table_checksum
 from tests.support.corpus_copies import register_corpus_copy
 from tests.support.rewrite_tables import (
+    SCHEMA,
+    SPEC,
+    append,
     equality_delete_change,
     position_delete_change,
     read_rows,
     rewrite_locally,
+    rows,
+    shuffle_rewrite_locally,
 )
 
 MIB = 1024 * 1024
@@ -77,3 +91,55 @@ def test_rewritten_files_follow_the_tables_sort_order(events):
     for item in written:
         ids = pq.read_table(item["file_path"].removeprefix("file://")).column("id").to_pylist()
         assert ids == sorted(ids, reverse=True) and len(ids) == 120
+
+
+@pytest.mark.parametrize("sort_order", [None, "id desc"])
+def test_rewritten_rows_of_a_v3_table_keep_their_row_ids_and_sequence_numbers(sql_catalog, sort_order):
+    """Rows a bin-pack or sort rewrite moves keep their lineage: the value a file stores, else the inherited one
+    (first row id + position, the file's data sequence number), as Iceberg Java's rewrite keeps them."""
+    allow_v3_metadata_writes()
+    sql_catalog.create_namespace("ns")
+    table = sql_catalog.create_table("ns.lineage", SCHEMA, partition_spec=SPEC, properties={"format-version": "3"})
+    append(table, rows(list(range(20)), "a"), "first")
+    append(table, rows(list(range(20, 35)), "a"), "second")
+    # rows another engine updated: each stores a row id and sequence number, or null for the inherited one
+    stored = rows(list(range(35, 45)), "a").append_column(
+        "_row_id", pa.array([None if i % 3 == 0 else 900 + i for i in range(10)], pa.int64())
+    )
+    stored = stored.append_column("_last_updated_sequence_number", pa.array([1 if i % 2 else None for i in range(10)]))
+    with_lineage = WriteContext.for_table(table, with_lineage_fields(table.schema()))
+    files = [to_data_file(item) for item in write_data(stored, with_lineage, "stored")]
+    commit_change(table, SnapshotChange(Operation.APPEND, added_data_files=files))
+    table = sql_catalog.load_table("ns.lineage")
+    expected = {}
+    for candidate in list_candidates(table, table.current_snapshot()):
+        data_file, sequence_number = candidate.data_file, candidate.entry.sequence_number
+        data = pq.read_table(data_file.file_path.removeprefix("file://"))
+        absent = [None] * data.num_rows
+        row_ids, sequences = (
+            data.column(c).to_pylist() if c in data.column_names else absent
+            for c in ("_row_id", "_last_updated_sequence_number")
+        )
+        ids = data.column("id").to_pylist()
+        for position, (i, row_id, sequence) in enumerate(zip(ids, row_ids, sequences, strict=True)):
+            inherited = (first_row_id(data_file) + position, sequence_number)
+            expected[i] = (inherited[0] if row_id is None else row_id, inherited[1] if sequence is None else sequence)
+    assert expected[36] == (901, 1) and expected[35][1] == expected[0][1] + 2 and len(expected) == 45
+
+    if sort_order is None:
+        rewrites = rewrite_locally(table, _plan(table))
+    else:
+        options = RewriteOptions.resolve({}, rewrite_all=True)
+        strategy = resolve_strategy(table, "sort", sort_order)
+        rewrites = shuffle_rewrite_locally(
+            table, plan_rewrite(table, table.current_snapshot(), options, strategy=strategy)
+        )
+    written = [pq.read_table(item["file_path"].removeprefix("file://")) for r in rewrites for item in r.written]
+    got = {
+        i: (row_id, sequence)
+        for data in written
+        for i, row_id, sequence in zip(
+            *(data.column(c).to_pylist() for c in ("id", "_row_id", "_last_updated_sequence_number")), strict=True
+        )
+    }
+    assert got == expected
