@@ -7,6 +7,8 @@ Each seed draws a table (format v2 or v3, unpartitioned or partitioned) and a se
 2. Iceberg Java (merge-on-read table properties): INSERT, DELETE, UPDATE and MERGE INTO (update, delete, insert).
 Every operation is applied to a ``TableModel`` too. Every few operations, and at the end, our reader, Iceberg Java and
 DuckDB read the table against the model; at the end one earlier snapshot still in the table is read too (time travel).
+On v3 the checks also hold: row ids are distinct, a data file has at most one deletion vector, and compaction and
+maintenance leave every row's ``_row_id`` and ``_last_updated_sequence_number`` as Java read them before.
 A failure names the seed and the operations that led to it, enough to replay it.
 
 CI runs ``CI_SEEDS``; ``AIP_MIXED_SEEDS=N`` runs seeds 0..N-1 instead (``A-B``: seeds A..B-1), and
@@ -35,6 +37,7 @@ from spark_jobs import ingest as ingest_job
 from spark_jobs import maintain as maintain_job
 from tests.support.iceberg_java import IcebergJava
 from tests.support.interop_readers import Readers
+from tests.support.live_deletes import live_deletion_vectors
 from tests.support.table_model import Row, TableModel
 
 pytestmark = pytest.mark.spark
@@ -116,6 +119,7 @@ class Scenario:
     log: list[str] = field(default_factory=list)
     next_id: int = 0
     version: int = 0
+    last_lineage: dict[int, tuple[int, int]] | None = None  # Java's lineage read after the last operation (v3)
 
     @classmethod
     def draw(cls, seed: int, tmp_path: Path, java: IcebergJava) -> Scenario:
@@ -312,8 +316,34 @@ class Scenario:
             (self.java_merge, 3),
         ]
         operation = self.rng.choices([o for o, _ in operations], weights=[w for _, w in operations])[0]
+        before = (self.last_lineage or self.lineage()) if self.format_version >= 3 else None
+        rows_before = {row["id"]: row for row in self.model.rows}
         operation()
+        if before is not None:  # rows the operation left as they were keep their lineage (a rewrite moves them)
+            after = self.lineage()
+            kept = [row["id"] for row in self.model.rows if rows_before.get(row["id"]) == row]
+            changed = [(i, before.get(i), after.get(i)) for i in kept if before.get(i) != after.get(i)]
+            assert not changed, f"row lineage changed for {len(changed)} rows kept as they were: {changed[:5]}"
+            self.last_lineage = after
         self.remember()
+
+    def lineage(self) -> dict[int, tuple[int, int]]:
+        """Each row's (``_row_id``, ``_last_updated_sequence_number``) as Iceberg Java reads them (v3)."""
+        query = "SELECT id, _row_id, _last_updated_sequence_number FROM {t}"
+        return {
+            i: (row_id, sequence)
+            for i, row_id, sequence in self.java.sql(query.replace("{t}", f"{CATALOG}.{self.table}"))
+        }
+
+    def check(self, readers: Readers, snapshot_id: int | None = None) -> None:
+        """Every reader against the model; on v3 also: distinct row ids, at most one deletion vector per data file."""
+        self.log.append("check all readers" + (f" at snapshot {snapshot_id}" if snapshot_id is not None else ""))
+        readers.check(self.table, self.model, snapshot_id=snapshot_id)
+        if self.format_version >= 3 and snapshot_id is None:
+            row_ids = [row_id for row_id, _ in self.lineage().values()]
+            assert None not in row_ids and len(set(row_ids)) == len(row_ids), "row ids missing or repeated"
+            vectors = [vector.referenced_data_file for vector, _ in live_deletion_vectors(self.load())]
+            assert len(vectors) == len(set(vectors)), f"data files with several deletion vectors: {sorted(vectors)}"
 
     def remember(self) -> None:
         snapshot = self.load().current_snapshot()
@@ -330,17 +360,13 @@ def test_mixed_writers(spark, readers: Readers, iceberg_java, tmp_path, seed) ->
         for index in range(1, OPERATIONS + 1):
             scenario.step()
             if index % CHECK_EVERY == 0 and index != OPERATIONS:
-                scenario.log.append("check all readers")
-                readers.check(scenario.table, scenario.model)
-        scenario.log.append("check all readers")
-        readers.check(scenario.table, scenario.model)
+                scenario.check(readers)
+        scenario.check(readers)
         table = scenario.load()
         live = {s.snapshot_id for s in table.snapshots()} - {table.current_snapshot().snapshot_id}
         earlier = [snapshot_id for snapshot_id in scenario.model.history if snapshot_id in live]
         if earlier:
-            snapshot_id = scenario.rng.choice(earlier)
-            scenario.log.append(f"check all readers at snapshot {snapshot_id}")
-            readers.check(scenario.table, scenario.model, snapshot_id=snapshot_id)
+            scenario.check(readers, scenario.rng.choice(earlier))
     except Exception as error:
         steps = "\n".join(f"  {i}. {line}" for i, line in enumerate(scenario.log))
         raise AssertionError(
