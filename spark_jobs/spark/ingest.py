@@ -33,6 +33,7 @@ the footers' statistics, or by the writers where the footers do not count them).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator
@@ -81,6 +82,7 @@ from spark_jobs.engine.ingest.live_files import (
 from spark_jobs.engine.ingest.options import IngestOptions, check_options
 from spark_jobs.engine.ingest.result import IngestOutcome, ingest_result
 from spark_jobs.engine.ingest.table_setup import check_source_schema, load_or_create_table
+from spark_jobs.engine.planning.scan_context import row_lineage_fields, with_row_lineage
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.table.catalog import load_catalog
@@ -401,9 +403,12 @@ def _overwrite(job: _Job) -> SnapshotChange | None:
     """Overwrite by filter (matching rows replaced) or dynamically (the new data's partitions replaced)."""
     if job.options.overwrite_filter is not None:
         keep = rows_to_keep(job.table, job.options.overwrite_filter)
+        context = job.context  # on v3 the kept rows keep their lineage; the new rows' is null (assigned on commit)
+        if row_lineage_fields(job.table):
+            context = dataclasses.replace(context, schema_json=with_row_lineage(context.schema).model_dump_json())
         kept_rows = dataframe_from_tasks(job.spark, keep.tasks, keep.context)
-        kept_rows = conform_dataframe(kept_rows, job.context.schema, spark_types_of(job.context.schema))
-        job.written += write_dataframe(_dataframe(job.rows).unionByName(kept_rows), job.context)
+        kept_rows = conform_dataframe(kept_rows, context.schema, spark_types_of(context.schema))
+        job.written += write_dataframe(_dataframe(job.rows).unionByName(kept_rows, allowMissingColumns=True), context)
         return overwrite_change(job.written, set(keep.removed_paths), kept_free=None)
     job.written += _write_rows(job.spark, job.rows, job.context)
     partitions = written_partitions(job.written)

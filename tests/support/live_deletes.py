@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
 from pyiceberg.manifest import DataFileContent, FileFormat
 from pyiceberg.table import Table
 
@@ -73,4 +74,31 @@ def live_data_file_first_row_ids(table: Table) -> dict[str, int | None]:
         for entry in read_live_entries(manifest, table.io):
             if entry.data_file.content == DataFileContent.DATA:
                 found[entry.data_file.file_path] = first_row_id(entry.data_file)
+    return found
+
+
+def live_row_lineage(table: Table, key: str = "id") -> dict[object, tuple[int | None, int | None]]:
+    """Every row of the current snapshot's live data files (deletes not applied), by ``key``: its ``_row_id`` and
+    ``_last_updated_sequence_number``, the values its file stores or else the inherited ones (first row id +
+    position, the file's data sequence number)."""
+    found: dict[object, tuple[int | None, int | None]] = {}
+    for manifest in read_manifest_list(table.current_snapshot(), table.io):
+        for entry in read_live_entries(manifest, table.io):
+            data_file = entry.data_file
+            if data_file.content != DataFileContent.DATA:
+                continue
+            data = pq.read_table(data_file.file_path.removeprefix("file://"))
+            stored = [
+                data.column(name).to_pylist() if name in data.column_names else [None] * data.num_rows
+                for name in ("_row_id", "_last_updated_sequence_number")
+            ]
+            first = first_row_id(data_file)
+            for position, (value, row_id, sequence) in enumerate(
+                zip(data.column(key).to_pylist(), *stored, strict=True)
+            ):
+                inherited_id = None if first is None else first + position
+                found[value] = (
+                    inherited_id if row_id is None else row_id,
+                    entry.sequence_number if sequence is None else sequence,
+                )
     return found

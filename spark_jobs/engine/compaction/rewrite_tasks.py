@@ -25,11 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from pyiceberg.schema import Schema
 from pyiceberg.table import Table, TableProperties
 
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
-from spark_jobs.engine.planning.scan_context import ROW_LINEAGE, ROW_LINEAGE_FORMAT_VERSION, ScanContext
+from spark_jobs.engine.planning.scan_context import ScanContext, row_lineage_fields, with_row_lineage
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
 from spark_jobs.engine.read.session import build_scan_context
@@ -80,22 +79,15 @@ def plan_rewrite_tasks(table: Table, groups: tuple[FileGroup, ...] | list[FileGr
 def rewrite_contexts(table: Table, plan: RewritePlan, tasks: list[RewriteTask]) -> RewriteContexts:
     """The scan and write contexts of a rewrite of ``table`` (module doc, step 2)."""
     schema = table.schema()
-    lineage = ROW_LINEAGE if table.format_version >= ROW_LINEAGE_FORMAT_VERSION else ()
+    lineage = row_lineage_fields(table)
     files = [data_file for task in tasks for data_file in task.slices]
     scan = build_scan_context(table, schema, [*schema.fields, *lineage], files)
-    write = WriteContext.for_table(table, with_lineage_fields(schema) if lineage else None)
+    write = WriteContext.for_table(table, with_row_lineage(schema) if lineage else None)
     properties = {**write.properties, TableProperties.WRITE_TARGET_FILE_SIZE_BYTES: str(plan.write_max_file_size)}
     write = dataclasses.replace(write, properties=properties, default_spec_id=plan.output_spec_id)
     if plan.strategy.is_shuffling:  # rows arrive sorted by the strategy's keys; files carry its sort order id
         write = dataclasses.replace(write, sort_order_json=None, sort_order_id=plan.strategy.output_sort_order_id)
     return RewriteContexts(scan=scan, write=write)
-
-
-def with_lineage_fields(schema: Schema) -> Schema:
-    """``schema`` plus the row lineage columns, for data files that store each row's lineage."""
-    return Schema(
-        *schema.fields, *ROW_LINEAGE, schema_id=schema.schema_id, identifier_field_ids=schema.identifier_field_ids
-    )
 
 
 def read_task_batches(task: RewriteTask, context: ScanContext, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:

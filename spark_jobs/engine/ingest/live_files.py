@@ -10,7 +10,7 @@ attached; nothing else describes one. By mode:
    ``key_scan_context`` reads their key columns with each row's position (the ``_pos`` metadata column).
 2. Overwrite by filter: ``rows_to_keep`` plans one read under the filter: its files are the ones to remove, and
    the same tasks read where the filter is not true (``unmatched_rows``: NULL and NaN kept) are the rows to write
-   back.
+   back, on v3 with their lineage (``_row_id``, ``_last_updated_sequence_number``) for the new files to keep.
 3. Dynamic overwrite: ``files_in_partitions`` lists the live data files of the partitions the new rows fall in.
 """
 
@@ -29,7 +29,7 @@ from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
 from spark_jobs.engine.commit.snapshot_change import PartitionKey
 from spark_jobs.engine.ingest.unmatched_rows import unmatched_rows_filter
-from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext
+from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext, row_lineage_fields
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.read.session import build_scan_context, open_read_session
 from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries
@@ -114,7 +114,7 @@ def rows_to_keep(table: Table, overwrite_filter: str) -> RowsToKeep:
     context = build_scan_context(
         table,
         plan.schema,
-        plan.schema.fields,
+        [*plan.schema.fields, *row_lineage_fields(table)],
         slices,
         row_filter=unmatched_rows_filter(plan.bound_filter, plan.schema),
         case_sensitive=plan.case_sensitive,

@@ -21,6 +21,7 @@ from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
+from pyiceberg.table import Table
 from pyiceberg.types import IcebergType, LongType, NestedField
 
 from spark_jobs.engine.shared.errors import UserInputError
@@ -42,6 +43,20 @@ LAST_UPDATED_SEQUENCE_NUMBER = NestedField(
 )
 ROW_LINEAGE = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
 ROW_LINEAGE_FORMAT_VERSION = 3  # the first format version with row lineage
+
+
+def row_lineage_fields(table: Table) -> tuple[NestedField, ...]:
+    """The lineage columns a rewrite of ``table``'s rows reads and writes back: both on v3, none before."""
+    return ROW_LINEAGE if table.format_version >= ROW_LINEAGE_FORMAT_VERSION else ()
+
+
+def with_row_lineage(schema: Schema) -> Schema:
+    """``schema`` plus the lineage columns: the schema of data files that store each row's lineage."""
+    return Schema(
+        *schema.fields, *ROW_LINEAGE, schema_id=schema.schema_id, identifier_field_ids=schema.identifier_field_ids
+    )
+
+
 _DERIVED = frozenset({"read_schema", "bound_filter", "io", "output_schema", "field_types"})
 
 

@@ -24,7 +24,7 @@ from spark_jobs.engine.table.manifest_entries import (
 from spark_jobs.spark import compact as spark_compact
 from spark_jobs.spark import ingest as spark_ingest
 from spark_jobs.spark.ingest import IngestOptions, ingest
-from tests.support.live_deletes import live_deletion_vectors
+from tests.support.live_deletes import live_deletion_vectors, live_row_lineage
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark35]
 
@@ -79,6 +79,22 @@ def test_a_v3_table_gets_row_lineage_on_every_commit(spark, testing_catalog) -> 
     assert ranges[0][0] == 0 and sum(count for _, count in ranges) == 27
     assert all(start + count == next_start for (start, count), (next_start, _) in itertools.pairwise(ranges))
     assert _ids(table) == list(range(25))
+
+
+def test_an_overwrite_by_filter_keeps_the_lineage_of_the_rows_it_writes_back(spark, testing_catalog) -> None:
+    """The rows of a replaced file the filter does not match are written back with the row ids and sequence numbers
+    they had; the new rows get new ids (null in the file, assigned by the commit)."""
+    table = _table_name("overwrite_lineage")
+    _create(spark, table, range(10))
+    before = live_row_lineage(testing_catalog.load_table(table))
+    options = IngestOptions(mode="overwrite", overwrite_filter="id >= 3 and id < 6")
+    ingest(spark, CATALOG, table, _frame(spark, [4, 30], "v2"), options)
+    after = live_row_lineage(testing_catalog.load_table(table))
+    kept = [0, 1, 2, 6, 7, 8, 9]
+    assert sorted(after) == sorted([*kept, 4, 30]) and {i: after[i] for i in kept} == {i: before[i] for i in kept}
+    new_ids = sorted(after[i][0] for i in (4, 30))
+    assert new_ids[0] >= 10 and after[4][1] == after[30][1] > before[0][1]
+    assert _ids(table) == sorted([*kept, 4, 30])
 
 
 def test_two_deletes_on_one_data_file_leave_one_vector_holding_both(spark, testing_catalog) -> None:

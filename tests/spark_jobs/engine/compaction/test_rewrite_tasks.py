@@ -11,14 +11,14 @@ from spark_jobs.engine.commit.committer import commit_change
 from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
-from spark_jobs.engine.compaction.candidates import list_candidates
-from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewrite_contexts, with_lineage_fields
+from spark_jobs.engine.compaction.rewrite_tasks import plan_rewrite_tasks, rewrite_contexts
 from spark_jobs.engine.compaction.strategy import resolve_strategy
-from spark_jobs.engine.table.manifest_entries import first_row_id
+from spark_jobs.engine.planning.scan_context import with_row_lineage
 from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_data
 from tests.support.conformance import table_checksum
 from tests.support.corpus_copies import register_corpus_copy
+from tests.support.live_deletes import live_row_lineage
 from tests.support.rewrite_tables import (
     SCHEMA,
     SPEC,
@@ -107,23 +107,11 @@ def test_rewritten_rows_of_a_v3_table_keep_their_row_ids_and_sequence_numbers(sq
         "_row_id", pa.array([None if i % 3 == 0 else 900 + i for i in range(10)], pa.int64())
     )
     stored = stored.append_column("_last_updated_sequence_number", pa.array([1 if i % 2 else None for i in range(10)]))
-    with_lineage = WriteContext.for_table(table, with_lineage_fields(table.schema()))
+    with_lineage = WriteContext.for_table(table, with_row_lineage(table.schema()))
     files = [to_data_file(item) for item in write_data(stored, with_lineage, "stored")]
     commit_change(table, SnapshotChange(Operation.APPEND, added_data_files=files))
     table = sql_catalog.load_table("ns.lineage")
-    expected = {}
-    for candidate in list_candidates(table, table.current_snapshot()):
-        data_file, sequence_number = candidate.data_file, candidate.entry.sequence_number
-        data = pq.read_table(data_file.file_path.removeprefix("file://"))
-        absent = [None] * data.num_rows
-        row_ids, sequences = (
-            data.column(c).to_pylist() if c in data.column_names else absent
-            for c in ("_row_id", "_last_updated_sequence_number")
-        )
-        ids = data.column("id").to_pylist()
-        for position, (i, row_id, sequence) in enumerate(zip(ids, row_ids, sequences, strict=True)):
-            inherited = (first_row_id(data_file) + position, sequence_number)
-            expected[i] = (inherited[0] if row_id is None else row_id, inherited[1] if sequence is None else sequence)
+    expected = live_row_lineage(table)
     assert expected[36] == (901, 1) and expected[35][1] == expected[0][1] + 2 and len(expected) == 45
 
     if sort_order is None:
