@@ -43,7 +43,7 @@ from tests.support.table_model import Row, TableModel
 pytestmark = pytest.mark.spark
 
 CATALOG = "testing"
-CI_SEEDS = [3, 7]  # v2 partitioned and v3 unpartitioned (see ``Scenario.draw``), ten operations each
+CI_SEEDS = [8, 7, 13]  # v2 by cat, v3 unpartitioned, v3 by cat (``Scenario.draw``); ten operations each
 OPERATIONS = int(os.environ.get("AIP_MIXED_OPS", "10"))
 CHECK_EVERY = 4
 
