@@ -89,6 +89,18 @@ class FileStats:
 _NOT_TABLE_WIDE = ("partitions", "data_file_sizes")
 
 
+# The thresholds that count files or bytes (a rule is off when None, never with 0 or less).
+_COUNTS_AND_SIZES = (
+    "min_small_files",
+    "min_delete_files",
+    "small_file_bytes",
+    "max_small_files_per_partition",
+    "min_fragment_files_per_partition",
+    "min_delete_files_per_partition",
+    "target_file_size_bytes",
+)
+
+
 @dataclass(frozen=True)
 class CompactionThresholds:
     """When compaction is needed: any threshold reached. ``None`` switches a rule off.
@@ -115,6 +127,14 @@ class CompactionThresholds:
             raise ValueError(f"compaction thresholds: small_file_ratio {self.small_file_ratio} must be in (0, 1]")
         if self.fragment_ratio < 1:
             raise ValueError(f"compaction thresholds: fragment_ratio {self.fragment_ratio} must be at least 1")
+        if self.min_deleted_row_ratio is not None and not 0 < self.min_deleted_row_ratio <= 1:
+            raise ValueError(
+                f"compaction thresholds: min_deleted_row_ratio {self.min_deleted_row_ratio} must be in (0, 1]"
+            )
+        for name in _COUNTS_AND_SIZES:
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"compaction thresholds: {name} {value!r} must be a whole number, at least 1")
 
     def with_defaults(self) -> CompactionThresholds:
         """These thresholds, or AWS Glue's and Apache Amoro's when none is set."""

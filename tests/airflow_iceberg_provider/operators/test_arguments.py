@@ -67,6 +67,11 @@ CASES: list[tuple[tuple[type, dict[str, Any]], dict[str, Any], list[str]]] = [
     (SNAPSHOT_SENSOR, {"table": "events"}, ["'events'"]),
     (COMPACTION_SENSOR, {"table": ".events"}, ["'.events'"]),
     (SNAPSHOT_SENSOR, {"catalog": None}, ["catalog", "iceberg_conn_id"]),
+    (COMPACTION_SENSOR, {"min_deleted_row_ratio": 10}, ["min_deleted_row_ratio", "(0, 1]"]),
+    (COMPACTION_SENSOR, {"min_small_files": -1}, ["min_small_files", "at least 1"]),
+    (COMPACTION_SENSOR, {"small_file_bytes": "64MB"}, ["small_file_bytes", "whole number"]),
+    (COMPACTION_SENSOR, {"max_small_files_per_partition": 0}, ["max_small_files_per_partition"]),
+    (COMPACTION_SENSOR, {"small_file_ratio": 1.5}, ["small_file_ratio"]),
 ]
 
 
