@@ -36,7 +36,11 @@ def table_asset_uri(catalog: str, table: str) -> str:
 
 
 def check_table_identifier(table: str, owner: str = "") -> None:
-    """Refuse a table identifier without a namespace or with an empty part (``t``, ``db..t``); templates pass."""
+    """Refuse a table identifier without a namespace or with an empty part (``t``, ``db..t``); templates pass.
+
+    An ``XComArg`` (a task's output) reads as a template, so it passes too: its value is known at run time.
+    """
+    table = str(table)
     if "{{" in table:
         return
     parts = table.split(".")

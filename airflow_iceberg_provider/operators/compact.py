@@ -9,7 +9,7 @@ from airflow_iceberg_provider.compaction_report import html_report, size_histogr
 from airflow_iceberg_provider.compaction_stats import CompactionThresholds, FileStats, file_stats
 from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion
 from airflow_iceberg_provider.links import CompactionReportLink, SparkDriverLogLink, SparkUiLink, browsable
-from airflow_iceberg_provider.operators.arguments import (
+from airflow_iceberg_provider.operators._arguments import (
     COMPACT_STRATEGIES,
     REWRITE_JOB_ORDERS,
     check_choice,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_iceberg_provider.lineage import Files, LineageDatasets, LineageItem, TableVersion
-from airflow_iceberg_provider.operators.arguments import (
+from airflow_iceberg_provider.operators._arguments import (
     INGEST_DELETE_MODES,
     INGEST_SOURCE_FORMATS,
     check_choice,
@@ -95,7 +95,7 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if mode not in INGEST_MODES and "{{" not in mode:
+        if mode not in INGEST_MODES and "{{" not in str(mode):
             raise ValueError(f"IcebergIngestOperator {self.task_id}: mode {mode!r} is not one of {INGEST_MODES}")
         if format_version is not None and "{{" not in str(format_version):
             if str(format_version) not in FORMAT_VERSIONS:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion
-from airflow_iceberg_provider.operators.arguments import REWRITE_JOB_ORDERS, check_choice, check_integer
+from airflow_iceberg_provider.operators._arguments import REWRITE_JOB_ORDERS, check_choice, check_integer
 from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, is_enabled
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_iceberg_provider.lineage import Files, LineageDatasets, TableVersion
-from airflow_iceberg_provider.operators.arguments import (
+from airflow_iceberg_provider.operators._arguments import (
     READ_OUTPUT_FORMATS,
     READ_WRITE_MODES,
     check_at_most_one,

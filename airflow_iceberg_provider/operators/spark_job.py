@@ -192,7 +192,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         What is declared never replaces the user's own Asset for the table (``assets.operator_table_asset``).
         """
         catalog = self._asset_catalog()
-        if not catalog or "{{" in self.table or "{{" in catalog:
+        if not catalog or "{{" in str(self.table) or "{{" in catalog:
             return
         timetable = self.dag.timetable if self.has_dag() else None
         scheduled_on = schedule_assets(getattr(timetable, "asset_condition", None))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from airflow_iceberg_provider.operators import arguments
+from airflow_iceberg_provider.operators import _arguments as arguments
 from airflow_iceberg_provider.operators.compact import IcebergCompactOperator
 from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
 from airflow_iceberg_provider.operators.maintenance import IcebergMaintenanceOperator
@@ -104,6 +104,36 @@ def test_a_bad_literal_argument_fails_construction_naming_it(kind, given, named)
 )
 def test_templated_or_empty_arguments_are_left_to_the_job(kind, given) -> None:
     _operator(kind, **given)
+
+
+# Every parameter the operators check at construction, each given a task's output (an XComArg: known at run time).
+TASK_OUTPUT_CASES = [
+    (READ, ["table", "output_format", "write_mode", "snapshot_id", "split_size"]),
+    (INGEST, ["table", "mode", "source", "source_format", "delete_mode", "overwrite_filter"]),
+    (COMPACT, ["table", "strategy", "rewrite_job_order", "target_file_size_bytes", "min_input_files"]),
+    (EXPIRE, ["table", "retain_last"]),
+    (SNAPSHOT_SENSOR, ["table"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "parameters"), TASK_OUTPUT_CASES, ids=[kind[0].__name__ for kind, _ in TASK_OUTPUT_CASES]
+)
+def test_a_task_output_as_an_argument_is_left_to_the_job(kind, parameters) -> None:
+    import datetime as dt
+
+    from airflow.sdk import DAG, task
+
+    with DAG("task_outputs", start_date=dt.datetime(2024, 1, 1), schedule=None):
+
+        @task
+        def upstream() -> str:
+            return "value"
+
+        for parameter in parameters:
+            cls, _ = kind
+            operator = _operator(kind, task_id=f"{cls.__name__}_{parameter}", **{parameter: upstream()})
+            assert "{{" in str(getattr(operator, parameter))
 
 
 def _choices(parser: argparse.ArgumentParser, flag: str, action: str | None = None) -> tuple[str, ...]:
