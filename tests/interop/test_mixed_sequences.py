@@ -38,6 +38,7 @@ from spark_jobs import maintain as maintain_job
 from tests.support.iceberg_java import IcebergJava
 from tests.support.interop_readers import Readers
 from tests.support.live_deletes import live_deletion_vectors
+from tests.support.seeds import seeds_from_environment
 from tests.support.table_model import Row, TableModel
 
 pytestmark = pytest.mark.spark
@@ -48,15 +49,7 @@ OPERATIONS = int(os.environ.get("AIP_MIXED_OPS", "10"))
 CHECK_EVERY = 4
 
 
-def _seeds(value: str | None) -> list[int]:
-    """``AIP_MIXED_SEEDS``: ``N`` for seeds 0..N-1, ``A-B`` for seeds A..B-1; unset, the CI seeds."""
-    if not value:
-        return CI_SEEDS
-    first, _, last = value.rpartition("-")
-    return list(range(int(first or 0), int(last)))
-
-
-SEEDS = _seeds(os.environ.get("AIP_MIXED_SEEDS"))
+SEEDS = seeds_from_environment("AIP_MIXED_SEEDS", CI_SEEDS, range_separator="-")
 
 SCHEMA = pa.schema(
     [

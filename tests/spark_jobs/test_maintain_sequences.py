@@ -78,20 +78,13 @@ from spark_jobs.engine.write.write_context import (
     write_position_delete_rows,
 )
 from tests.support.rewrite_tables import SCHEMA, SPEC, rewrite_locally, shuffle_rewrite_locally
+from tests.support.seeds import seeds_from_environment
 
 CI_SEEDS = [0, 1, 2]
 STEPS = int(os.environ.get("AIP_LIFECYCLE_STEPS", "26"))
 
 
-def _seeds(setting: str | None) -> list[int]:
-    """``N``: seeds 0..N-1; ``A:B``: seeds A..B-1; unset: the CI seeds."""
-    if not setting:
-        return CI_SEEDS
-    first, _, last = setting.rpartition(":")
-    return list(range(int(first or 0), int(last)))
-
-
-SEEDS = _seeds(os.environ.get("AIP_LIFECYCLE_SEEDS"))
+SEEDS = seeds_from_environment("AIP_LIFECYCLE_SEEDS", CI_SEEDS, range_separator=":")
 CATEGORIES = "abc"
 DAY_MS = 24 * 60 * 60 * 1000
 TINY_MS = 1  # an age every snapshot exceeds (the test sleeps a few ms before expiring)
