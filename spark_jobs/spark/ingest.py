@@ -24,7 +24,9 @@ the footers' statistics, or by the writers where the footers do not count them).
      files they name and how many positions they hold; on v3, deletion vectors instead, merged with each data
      file's current one, which the commit removes)
      or equality delete files (the keys; by the batch's partitions when the spec's source columns are keys, else
-     where the read found them); upsert also writes the batch as data files.
+     where the read found them); upsert also writes the batch as data files. On v3 with deletion vectors, a batch
+     row that replaces a table row keeps that row's ``_row_id`` (read with the keys' positions) and leaves its
+     ``_last_updated_sequence_number`` null, as Iceberg Java's MERGE does; a new key's row gets a new id.
 4. Commit one snapshot (``commit.committer``): append, overwrite or delete. Files of retried Spark tasks (named
    with the job's write id, in no commit) are deleted whatever happens. On a failure that certainly committed
    nothing, every file this job wrote is deleted; when the commit's outcome is unknown, none of the files the
@@ -82,7 +84,7 @@ from spark_jobs.engine.ingest.live_files import (
 from spark_jobs.engine.ingest.options import IngestOptions, check_options
 from spark_jobs.engine.ingest.result import IngestOutcome, ingest_result
 from spark_jobs.engine.ingest.table_setup import check_source_schema, load_or_create_table
-from spark_jobs.engine.planning.scan_context import row_lineage_fields, with_row_lineage
+from spark_jobs.engine.planning.scan_context import ROW_ID, row_lineage_fields, with_row_lineage
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.table.catalog import load_catalog
@@ -405,7 +407,7 @@ def _overwrite(job: _Job) -> SnapshotChange | None:
         keep = rows_to_keep(job.table, job.options.overwrite_filter)
         context = job.context  # on v3 the kept rows keep their lineage; the new rows' is null (assigned on commit)
         if row_lineage_fields(job.table):
-            context = dataclasses.replace(context, schema_json=with_row_lineage(context.schema).model_dump_json())
+            context = _storing_row_lineage(context)
         kept_rows = dataframe_from_tasks(job.spark, keep.tasks, keep.context)
         kept_rows = conform_dataframe(kept_rows, context.schema, spark_types_of(context.schema))
         job.written += write_dataframe(_dataframe(job.rows).unionByName(kept_rows, allowMissingColumns=True), context)
@@ -436,6 +438,10 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         else key_range_filter(columns, key_bounds(shipped, columns) if columns else None)
     )
     files = files_that_may_hold_keys(table, key, key_range, with_position_deletes=position_mode)
+    # On v3 an upsert by position keeps each replaced row's _row_id in the row written in its place (as Iceberg
+    # Java's MERGE does); equality deletes read no row, so there the new rows get new ids (as the spec says).
+    keeps_row_ids = options.mode == "upsert" and position_mode and bool(row_lineage_fields(table))
+    matched_rows: DataFrame | None = None  # cached: the deletes, and the row ids an upsert keeps, come from it
     required: set[str] = set()
     replaced_vectors: set[tuple[str, int]] = set()
     replaced_position_deletes: set[str] = set()
@@ -446,7 +452,8 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         partitions = partitions_of(files)
         ordinal = {partition: index for index, partition in enumerate(partitions)}
         files_with_ordinals = [(f, ordinal[(f.spec_id, f.partition)]) for f in files]
-        positions = key_positions(spark, files_with_ordinals, key_scan_context(table, key, files), shipped)
+        scan = key_scan_context(table, key, files, with_row_id=keeps_row_ids)
+        positions = key_positions(spark, files_with_ordinals, scan, shipped)
         matched = positions if shipped is not None else positions.join(batch_keys, on=key, how="left_semi")
         if position_mode and table.metadata.format_version < 3:
             # One job: the files written say which data files they name and how many positions they hold.
@@ -455,7 +462,7 @@ def _row_level(job: _Job) -> SnapshotChange | None:
             job.outcome.rows_deleted = sum(item["record_count"] for item in deletes)
             required = {path for item in deletes for path in item[DELETED_FROM_KEY]}
         else:
-            matched = matched.cache()
+            matched = matched_rows = matched.cache()
             job.outcome.rows_deleted = matched.count()
             if position_mode:
                 live = {f.path: f for f in files}
@@ -475,9 +482,14 @@ def _row_level(job: _Job) -> SnapshotChange | None:
                 }
             else:
                 job.written += write_equality_deletes(matched.select(*key, ORDINAL_COLUMN), context, key, partitions)
-            matched.unpersist()
     if options.mode == "upsert":
-        job.written += write_dataframe(rows, context)
+        if keeps_row_ids and matched_rows is not None:
+            kept = _keeping_row_ids(rows, matched_rows, key, job.outcome.rows_deleted or 0, context.schema)
+            job.written += write_dataframe(kept, _storing_row_lineage(context))
+        else:
+            job.written += write_dataframe(rows, context)
+    if matched_rows is not None:
+        matched_rows.unpersist()
     return row_level_change(
         job.written,
         options,
@@ -486,6 +498,29 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         replaced_position_deletes=replaced_position_deletes,
         deletion_vectors=table.metadata.format_version >= 3,
     )
+
+
+def _storing_row_lineage(context: WriteContext) -> WriteContext:
+    """``context`` writing data files that store each row's ``_row_id`` and ``_last_updated_sequence_number``
+    (null where the commit assigns them: a new row's id, the new sequence number)."""
+    return dataclasses.replace(context, schema_json=with_row_lineage(context.schema).model_dump_json())
+
+
+def _keeping_row_ids(
+    rows: DataFrame, matched: DataFrame, key: list[str], matched_count: int, schema: Schema
+) -> DataFrame:
+    """An upsert batch's rows with ``_row_id``: the id of the table row its key replaces, null for a new key (the
+    commit assigns it); ``_last_updated_sequence_number`` null (the row inherits the commit's sequence number).
+
+    ``matched`` is the table's rows the batch's keys matched (keys, ``_row_id``). When the table held a key in
+    several live rows, the one batch row replacing them keeps the smallest of their ids. Up to
+    ``SHIPPED_KEYS_MAX`` matched rows, the ids are broadcast, so the batch's rows are written where they are.
+    """
+    ids = matched.groupBy(*[F.col(f"`{k}`") for k in key]).agg(F.min(F.col(ROW_ID.name)).alias(ROW_ID.name))
+    if matched_count <= SHIPPED_KEYS_MAX:
+        ids = F.broadcast(ids)
+    lineage_schema = with_row_lineage(schema)
+    return conform_dataframe(rows.join(ids, on=key, how="left"), lineage_schema, spark_types_of(lineage_schema))
 
 
 def _keys_compare_alike(key_schema: Schema) -> bool:

@@ -2,9 +2,9 @@
 
 - ``write_dataframe``: every Spark partition writes its rows as data files (split by the table's partition spec,
   sorted, rolled), returning one pickled file description per row.
-- ``key_positions``: a DataFrame of (file_path, pos, partition ordinal, key columns) of the live rows of the given
-  data files, read by the per-task scan every read runs (one Spark task per data file). Joined with a batch's keys
-  it gives the positions to delete.
+- ``key_positions``: a DataFrame of (file_path, pos, partition ordinal, key columns[, _row_id]) of the live rows of
+  the given data files, read by the per-task scan every read runs (one Spark task per data file). Joined with a
+  batch's keys it gives the positions to delete (and on v3 the row ids an upsert's new rows keep).
 - ``write_position_deletes`` / ``write_equality_deletes``: executors write one partition's deletes per group.
 """
 
@@ -27,7 +27,7 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from spark_jobs.engine.ingest.batch_keys import rows_with_keys
-from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext
+from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_POSITION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.read.task_scan import read_slice
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError
@@ -232,7 +232,8 @@ def key_positions(
     context: ScanContext,
     batch_keys: pa.Table | None = None,
 ) -> DataFrame:
-    """(file_path, pos, partition ordinal, key columns) of the live rows of ``files`` (each with its ordinal).
+    """(file_path, pos, partition ordinal, key columns) of the live rows of ``files`` (each with its ordinal), and
+    ``_row_id`` last when ``context`` reads it.
 
     With ``batch_keys`` (the batch's distinct keys) only the rows holding one of them: the tasks filter with
     pyarrow, so only the matched positions reach the JVM.
@@ -241,13 +242,16 @@ def key_positions(
     Spark task running the per-task scan every read runs, so the deletes attached to a file (position deletes, a
     deletion vector) drop their rows and ``_pos`` stays each row's position in the file.
     """
-    key_fields = [field for field in context.output_schema if field.name != ROW_POSITION.name]
+    metadata = {ROW_POSITION.name, ROW_ID.name}
+    key_fields = [field for field in context.output_schema if field.name not in metadata]
+    lineage = [field.name for field in context.output_schema if field.name == ROW_ID.name]
     output = pa.schema(
         [
             pa.field("file_path", pa.string()),
             pa.field("pos", pa.int64()),
             pa.field(ORDINAL_COLUMN, pa.int32()),
             *(pa.field(field.name, field.type) for field in key_fields),
+            *(pa.field(name, pa.int64()) for name in lineage),
         ]
     )
     spark_schema = spark_schema_of(output)
@@ -276,6 +280,7 @@ def key_positions(
                     rows.column(ROW_POSITION.name),
                     pa.repeat(pa.scalar(ordinal, pa.int32()), count),
                     *(rows.column(field.name) for field in key_fields),
+                    *(rows.column(name) for name in lineage),
                 ]
                 out = pa.RecordBatch.from_arrays(columns, schema=output)
                 if keys is None:

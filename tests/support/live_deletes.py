@@ -1,14 +1,21 @@
-"""The deletion vectors and data files of a table's current snapshot: what v3 write tests assert on."""
+"""The deletion vectors, data files and row lineage of a table's current snapshot: what v3 write tests assert on."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.manifest import DataFileContent, FileFormat
 from pyiceberg.table import Table
 
 from spark_jobs.engine.deletes.deletion_vectors import read_deletion_vector
 from spark_jobs.engine.planning.delete_index import file_scope
+from spark_jobs.engine.planning.scan_context import ROW_LINEAGE
 from spark_jobs.engine.planning.scan_tasks import DeletionVector
+from spark_jobs.engine.read.session import build_scan_context, open_read_session
+from spark_jobs.engine.read.task_scan import read_slices
+from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_entries import (
     content_offset,
     content_size_in_bytes,
@@ -102,3 +109,14 @@ def live_row_lineage(table: Table, key: str = "id") -> dict[object, tuple[int | 
                     entry.sequence_number if sequence is None else sequence,
                 )
     return found
+
+
+def read_row_lineage(table: Table, key: str = "id") -> list[tuple[Any, int | None, int | None]]:
+    """Every live row of the current snapshot (deletes applied) as (``key``, ``_row_id``,
+    ``_last_updated_sequence_number``), the lineage as our reader serves it (the engine's per-task scan), sorted."""
+    session = open_read_session(table.catalog, table, columns=[key])
+    slices = [data_file for task in session.tasks for data_file in task.slices]
+    schema = table.schema()
+    context = build_scan_context(table, schema, [schema.find_field(key), *ROW_LINEAGE], slices)
+    rows = pa.Table.from_batches(list(read_slices(slices, context, ScanMetrics())), schema=context.output_schema)
+    return sorted(zip(*(column.to_pylist() for column in rows.columns), strict=True))

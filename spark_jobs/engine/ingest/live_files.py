@@ -7,7 +7,8 @@ attached; nothing else describes one. By mode:
    keys (``key_range_filter``), so files whose metrics rule the keys out are never listed, let alone read; each
    file's position deletes and deletion vector stay attached in position mode (rows deleted already are not
    matched again). ``partitions_of`` numbers their partitions, which the delete files are written to, and
-   ``key_scan_context`` reads their key columns with each row's position (the ``_pos`` metadata column).
+   ``key_scan_context`` reads their key columns with each row's position (the ``_pos`` metadata column) and, for
+   an upsert on v3 with position deletes, its ``_row_id``: the row written in its place keeps it.
 2. Overwrite by filter: ``rows_to_keep`` plans one read under the filter: its files are the ones to remove, and
    the same tasks read where the filter is not true (``unmatched_rows``: NULL and NaN kept) are the rows to write
    back, on v3 with their lineage (``_row_id``, ``_last_updated_sequence_number``) for the new files to keep.
@@ -29,7 +30,7 @@ from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
 from spark_jobs.engine.commit.snapshot_change import PartitionKey
 from spark_jobs.engine.ingest.unmatched_rows import unmatched_rows_filter
-from spark_jobs.engine.planning.scan_context import ROW_POSITION, ScanContext, row_lineage_fields
+from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_POSITION, ScanContext, row_lineage_fields
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.read.session import build_scan_context, open_read_session
 from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries
@@ -90,11 +91,14 @@ def keys_decide_partition(table: Table, key: Sequence[str], files: Iterable[Data
     return spec_sources <= set(key) and all(data_file.spec_id == spec.spec_id for data_file in files)
 
 
-def key_scan_context(table: Table, key: Sequence[str], files: Sequence[DataFileSlice]) -> ScanContext:
-    """The context reading ``files``' key columns and each row's position (``_pos``), deletes applied."""
+def key_scan_context(
+    table: Table, key: Sequence[str], files: Sequence[DataFileSlice], *, with_row_id: bool = False
+) -> ScanContext:
+    """The context reading ``files``' key columns and each row's position (``_pos``), deletes applied; with
+    ``with_row_id`` each row's ``_row_id`` too (a v3 upsert copies it into the row that replaces it)."""
     schema = table.schema()
     key_fields: list[NestedField] = [schema.find_field(name) for name in key]
-    return build_scan_context(table, schema, [*key_fields, ROW_POSITION], files)
+    return build_scan_context(table, schema, [*key_fields, ROW_POSITION, *([ROW_ID] if with_row_id else [])], files)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import datetime
 import itertools
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs.engine.commit.producer import CommitConflictError
@@ -76,6 +77,9 @@ def test_position_mode_upsert_and_delete_round_trip(spark, testing_catalog, part
     assert upserted["position_deletes_added"] == 2 and upserted["rows_added"] == 3
     state = [r for r in first if r[0] not in (3, 4)] + changes
     assert _ours(table) == _pyiceberg(testing_catalog, table) == _expected(state)
+    # A v2 table has no row lineage: the data files hold the table's columns only (delete files: path, position).
+    schemas = {tuple(pq.read_schema(path).names) for path in _table_files(testing_catalog, table)}
+    assert schemas == {("id", "name", "ts"), ("file_path", "pos")}
 
     deleted = ingest(
         spark,

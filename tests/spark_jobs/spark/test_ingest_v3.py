@@ -24,7 +24,7 @@ from spark_jobs.engine.table.manifest_entries import (
 from spark_jobs.spark import compact as spark_compact
 from spark_jobs.spark import ingest as spark_ingest
 from spark_jobs.spark.ingest import IngestOptions, ingest
-from tests.support.live_deletes import live_deletion_vectors, live_row_lineage
+from tests.support.live_deletes import live_deletion_vectors, live_row_lineage, read_row_lineage
 
 pytestmark = [pytest.mark.spark, pytest.mark.spark35]
 
@@ -95,6 +95,77 @@ def test_an_overwrite_by_filter_keeps_the_lineage_of_the_rows_it_writes_back(spa
     new_ids = sorted(after[i][0] for i in (4, 30))
     assert new_ids[0] >= 10 and after[4][1] == after[30][1] > before[0][1]
     assert _ids(table) == sorted([*kept, 4, 30])
+
+
+def _moved_frame(spark, ids, name):
+    """Rows ``ids`` named ``name``, each a day later than ``_frame``'s (another partition of a table by day)."""
+    rows = [(i, f"{name}-{i}", datetime.datetime(2024, 1, 1 + (i + 1) % 3, 12, tzinfo=UTC)) for i in ids]
+    return spark.createDataFrame(rows, "id long, name string, ts timestamp").coalesce(1)
+
+
+def _lineage(testing_catalog, table: str) -> dict[int, tuple[int, int]]:
+    rows = read_row_lineage(testing_catalog.load_table(table))
+    assert len({i for i, _, _ in rows}) == len(rows), f"a key live twice: {rows}"
+    return {i: (row_id, sequence) for i, row_id, sequence in rows}
+
+
+@pytest.mark.parametrize("partition_by", [None, "day(ts)"], ids=["unpartitioned", "by-day"])
+def test_a_v3_upsert_keeps_the_row_ids_of_the_rows_it_replaces(
+    spark, testing_catalog, monkeypatch, partition_by
+) -> None:
+    """As Iceberg Java's MERGE: a replaced row's ``_row_id`` goes with the row written in its place (moved to another
+    partition too), whose sequence number is the commit's; a new key's row gets a new id. Twice: once with the
+    batch's keys shipped to the key scan, once joined in Spark."""
+    table = _table_name("upsert_lineage")
+    options = IngestOptions(mode="append", create_if_missing=True, format_version=3, partition_by=partition_by)
+    ingest(spark, CATALOG, table, _frame(spark, range(10)), options)
+    before = _lineage(testing_catalog, table)
+    assert sorted(row_id for row_id, _ in before.values()) == list(range(10))
+    upsert = IngestOptions(mode="upsert", key=("id",))
+    ingest(spark, CATALOG, table, _moved_frame(spark, [3, 4, 7, 30, 31], "v2"), upsert)
+    loaded = testing_catalog.load_table(table)
+    first = _lineage(testing_catalog, table)
+    sequence = loaded.current_snapshot().sequence_number
+    assert {i: first[i] for i in (3, 4, 7)} == {i: (before[i][0], sequence) for i in (3, 4, 7)}
+    assert {i: first[i] for i in (0, 1, 2, 5, 6, 8, 9)} == {i: before[i] for i in (0, 1, 2, 5, 6, 8, 9)}
+    new_ids = [first[i][0] for i in (30, 31)]
+    assert min(new_ids) >= 10 and first[30][1] == first[31][1] == sequence
+    assert len({row_id for row_id, _ in first.values()}) == len(first) == 12
+    assert all(row_id < loaded.metadata.next_row_id for row_id, _ in first.values())
+
+    monkeypatch.setattr(spark_ingest, "SHIPPED_KEYS_MAX", 0)  # the batch's keys joined with the key scan in Spark
+    ingest(spark, CATALOG, table, _frame(spark, [3, 30, 40], "v3"), upsert)
+    second = _lineage(testing_catalog, table)
+    sequence = testing_catalog.load_table(table).current_snapshot().sequence_number
+    assert second[3] == (before[3][0], sequence) and second[30] == (first[30][0], sequence)
+    assert second[40][0] not in {row_id for row_id, _ in first.values()}
+    assert {i: second[i] for i in (4, 7, 31)} == {i: first[i] for i in (4, 7, 31)}
+    assert len({row_id for row_id, _ in second.values()}) == len(second) == 13
+    read = open_read_session(CATALOG, table, columns=["id", "name"]).to_arrow().to_pylist()
+    rows = {row["id"]: row["name"] for row in read}
+    assert (rows[3], rows[4], rows[30], rows[40], rows[0]) == ("v3-3", "v2-4", "v3-30", "v3-40", "v1-0")
+
+
+def test_a_v3_upsert_replacing_a_key_held_twice_keeps_the_smaller_id(spark, testing_catalog) -> None:
+    """Two live rows of one key become the batch's one row, with the smaller of their ids: no id is live twice."""
+    table = _table_name("upsert_lineage_twice")
+    _create(spark, table, range(5))
+    ingest(spark, CATALOG, table, _frame(spark, [2]), IngestOptions(mode="append"))
+    held = sorted(row_id for i, row_id, _ in read_row_lineage(testing_catalog.load_table(table)) if i == 2)
+    assert len(held) == 2
+    ingest(spark, CATALOG, table, _frame(spark, [2], "v2"), IngestOptions(mode="upsert", key=("id",)))
+    after = _lineage(testing_catalog, table)
+    assert after[2][0] == held[0] and sorted(after) == [0, 1, 2, 3, 4]
+
+
+def test_a_v3_upsert_with_equality_deletes_gives_replaced_rows_new_ids(spark, testing_catalog) -> None:
+    """Equality deletes read no row, so, as the spec says, the replacing rows are new rows with new ids."""
+    table = _table_name("upsert_lineage_equality")
+    _create(spark, table, range(5))
+    options = IngestOptions(mode="upsert", key=("id",), delete_mode="equality")
+    ingest(spark, CATALOG, table, _frame(spark, [1, 2], "v2"), options)
+    after = _lineage(testing_catalog, table)
+    assert sorted(after[i][0] for i in (1, 2)) == [5, 6] and sorted(after) == [0, 1, 2, 3, 4]
 
 
 def test_two_deletes_on_one_data_file_leave_one_vector_holding_both(spark, testing_catalog) -> None:
