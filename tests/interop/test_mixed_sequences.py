@@ -7,8 +7,10 @@ Each seed draws a table (format v2 or v3, unpartitioned or partitioned) and a se
 2. Iceberg Java (merge-on-read table properties): INSERT, DELETE, UPDATE and MERGE INTO (update, delete, insert).
 Every operation is applied to a ``TableModel`` too. Every few operations, and at the end, our reader, Iceberg Java and
 DuckDB read the table against the model; at the end one earlier snapshot still in the table is read too (time travel).
-On v3 the checks also hold: row ids are distinct, a data file has at most one deletion vector, and compaction and
-maintenance leave every row's ``_row_id`` and ``_last_updated_sequence_number`` as Java read them before.
+On v3 the checks also hold: row ids are distinct, our reader serves every row's ``_row_id`` and
+``_last_updated_sequence_number`` as Java reads them, a data file has at most one deletion vector, compaction and
+maintenance leave every row's lineage as Java read it before, and a row updated in place (our upsert with deletion
+vectors, Java's UPDATE and MERGE) keeps its row id with the operation's sequence number.
 A failure names the seed and the operations that led to it, enough to replay it.
 
 CI runs ``CI_SEEDS``; ``AIP_MIXED_SEEDS=N`` runs seeds 0..N-1 instead (``A-B``: seeds A..B-1), and
@@ -37,7 +39,7 @@ from spark_jobs import ingest as ingest_job
 from spark_jobs import maintain as maintain_job
 from tests.support.iceberg_java import IcebergJava
 from tests.support.interop_readers import Readers
-from tests.support.live_deletes import live_deletion_vectors
+from tests.support.live_deletes import live_deletion_vectors, read_row_lineage
 from tests.support.seeds import seeds_from_environment
 from tests.support.table_model import Row, TableModel
 
@@ -113,6 +115,7 @@ class Scenario:
     next_id: int = 0
     version: int = 0
     last_lineage: dict[int, tuple[int, int]] | None = None  # Java's lineage read after the last operation (v3)
+    updated: set[int] = field(default_factory=set)  # rows the last operation updated in place: they keep their id
 
     @classmethod
     def draw(cls, seed: int, tmp_path: Path, java: IcebergJava) -> Scenario:
@@ -207,6 +210,8 @@ class Scenario:
             batch = [make_row(i) for i in [*existing, self.next_id + 1000]]  # one key the table lacks
         self.log.append(f"ours {mode} --delete-mode {delete_mode} ids {sorted(r['id'] for r in batch)} v{self.version}")
         self.ingest(batch, mode, "--key", "id", "--delete-mode", delete_mode)
+        if mode == "upsert" and delete_mode == "position":  # equality deletes read no row: replaced rows get new ids
+            self.updated = set(existing)
         if mode == "upsert":
             self.model.upsert(batch, ["id"])
         else:
@@ -265,6 +270,7 @@ class Scenario:
         low, high = self.id_range()
         self.log.append(f"java UPDATE n = n + 1000, s = concat(s, '~') WHERE id >= {low} AND id < {high}")
         self.java_sql(f"UPDATE {{t}} SET n = n + 1000, s = concat(s, '~') WHERE id >= {low} AND id < {high}")
+        self.updated = {row["id"] for row in self.model.rows if low <= row["id"] < high}
         self.model.rows = [
             {**row, "n": None if row["n"] is None else row["n"] + 1000, "s": row["s"] + "~"}
             if low <= row["id"] < high
@@ -290,6 +296,7 @@ class Scenario:
         )
         self.model.delete([{"id": i} for i in deleted], ["id"])
         self.model.upsert([r for r in batch if r["id"] not in deleted], ["id"])
+        self.updated = set(matched) - deleted
 
     def step(self) -> None:
         """One operation drawn by weight, then the model remembers the snapshot it made."""
@@ -311,12 +318,18 @@ class Scenario:
         operation = self.rng.choices([o for o, _ in operations], weights=[w for _, w in operations])[0]
         before = (self.last_lineage or self.lineage()) if self.format_version >= 3 else None
         rows_before = {row["id"]: row for row in self.model.rows}
+        self.updated = set()
         operation()
         if before is not None:  # rows the operation left as they were keep their lineage (a rewrite moves them)
             after = self.lineage()
             kept = [row["id"] for row in self.model.rows if rows_before.get(row["id"]) == row]
             changed = [(i, before.get(i), after.get(i)) for i in kept if before.get(i) != after.get(i)]
             assert not changed, f"row lineage changed for {len(changed)} rows kept as they were: {changed[:5]}"
+            # Rows updated in place (our upsert by position, Java's UPDATE and MERGE) keep their row id; their
+            # sequence number is the operation's.
+            sequence = self.load().current_snapshot().sequence_number
+            moved = [(i, before[i], after[i]) for i in sorted(self.updated) if after[i] != (before[i][0], sequence)]
+            assert not moved, f"rows updated in place lost their row id: {moved[:5]}"
             self.last_lineage = after
         self.remember()
 
@@ -333,8 +346,13 @@ class Scenario:
         self.log.append("check all readers" + (f" at snapshot {snapshot_id}" if snapshot_id is not None else ""))
         readers.check(self.table, self.model, snapshot_id=snapshot_id)
         if self.format_version >= 3 and snapshot_id is None:
-            row_ids = [row_id for row_id, _ in self.lineage().values()]
+            lineage = self.lineage()
+            row_ids = [row_id for row_id, _ in lineage.values()]
             assert None not in row_ids and len(set(row_ids)) == len(row_ids), "row ids missing or repeated"
+            ours = {i: (row_id, sequence) for i, row_id, sequence in read_row_lineage(self.load())}
+            differ = [(i, ours.get(i), lineage.get(i)) for i in sorted(ours.keys() | lineage.keys())]
+            differ = [item for item in differ if item[1] != item[2]]
+            assert not differ, f"our reader's lineage differs from Java's (id, ours, Java): {differ[:5]}"
             vectors = [vector.referenced_data_file for vector, _ in live_deletion_vectors(self.load())]
             assert len(vectors) == len(set(vectors)), f"data files with several deletion vectors: {sorted(vectors)}"
 

@@ -30,6 +30,7 @@ from tests.support.live_deletes import (
     live_data_file_rows,
     live_deletion_vectors,
     live_position_delete_files,
+    read_row_lineage,
 )
 from tests.support.table_model import Row, TableModel
 
@@ -100,6 +101,36 @@ def ingest(tmp_path: Path, table: str, batch: list[Row], mode: str, *args: str, 
     return ingest_job.main(["--catalog", CATALOG, "--table", table, "--source", str(source), "--mode", mode, *args])
 
 
+def upsert_by_position(tmp_path: Path, readers, table: str, upserted: list[Row], format_version: int) -> None:
+    """Upsert ``upserted`` with position deletes; on v3, with the row lineage Iceberg Java reads before and after:
+    a replaced row keeps its ``_row_id`` with the upsert's sequence number (as Java's MERGE), a new key gets an id
+    no row had, the other rows keep theirs, and our reader serves the same lineage as Java."""
+    if format_version < 3:
+        ingest(tmp_path, table, upserted, "upsert", "--key", "id", "--delete-mode", "position")
+        return
+    from spark_jobs.engine.table.catalog import load_catalog
+
+    before = java_lineage(readers, table)
+    ingest(tmp_path, table, upserted, "upsert", "--key", "id", "--delete-mode", "position")
+    after = java_lineage(readers, table)
+    loaded = load_catalog(CATALOG).load_table(table)
+    sequence = loaded.current_snapshot().sequence_number
+    batch = {row["id"] for row in upserted}
+    replaced, others = sorted(batch & before.keys()), sorted(before.keys() - batch)
+    assert replaced and {i: after[i] for i in replaced} == {i: (before[i][0], sequence) for i in replaced}
+    assert {i: after[i] for i in others} == {i: before[i] for i in others}
+    new_ids = {after[i][0] for i in batch - before.keys()}
+    assert not new_ids & {row_id for row_id, _ in before.values()}
+    assert len({row_id for row_id, _ in after.values()}) == len(after) == len(before.keys() | batch)
+    assert {i: (row_id, seq) for i, row_id, seq in read_row_lineage(loaded)} == after
+
+
+def java_lineage(readers, table: str) -> dict[int, tuple[int, int]]:
+    """Each row's (``_row_id``, ``_last_updated_sequence_number``) as Iceberg Java reads them."""
+    query = f"SELECT id, _row_id, _last_updated_sequence_number FROM {CATALOG}.{table}"
+    return {i: (row_id, sequence) for i, row_id, sequence in readers.java.sql(query)}
+
+
 def create_args(format_version: int) -> list[str]:
     """``--create-if-missing`` for a table of ``format_version``."""
     return ["--create-if-missing"] + ([] if format_version == 2 else ["--format-version", str(format_version)])
@@ -143,7 +174,7 @@ def test_upsert_and_delete_with_position_deletes(spark, readers, tmp_path, forma
     ingest(tmp_path, table, rows(range(50, 90)), "append")
     model.append(rows(range(90)))
     upserted = rows([*range(10, 30), *range(100, 105)], version=1)
-    ingest(tmp_path, table, upserted, "upsert", *key)
+    upsert_by_position(tmp_path, readers, table, upserted, format_version)
     model.upsert(upserted, ["id"])
     deleted = rows([*range(0, 6), *range(60, 63), 12])
     ingest(tmp_path, table, deleted, "delete", *key)
@@ -264,9 +295,9 @@ def test_position_delete_and_manifest_rewrites(spark, readers, tmp_path, format_
     ingest(tmp_path, table, rows(range(45)), "append", *create_args(format_version), "--partition-by", "cat")
     ingest(tmp_path, table, rows(range(45, 90)), "append")
     model.append(rows(range(90)))
-    for batch, version in (([3, 4, 33, 64, 80], 1), ([5, 34, 65, 66, 7], 2)):
+    for batch, version in (([3, 4, 33, 64, 80, 95], 1), ([5, 34, 65, 66, 7, 33, 95], 2)):  # 33, 95 twice
         upserted = rows(batch, version=version)
-        ingest(tmp_path, table, upserted, "upsert", "--key", "id", "--delete-mode", "position")
+        upsert_by_position(tmp_path, readers, table, upserted, format_version)
         model.upsert(upserted, ["id"])
     # a compaction of one partition leaves position deletes naming files it removed
     compact_job.main(["--catalog", CATALOG, "--table", table, "--where", "cat = 'a'", "--rewrite-all"])
