@@ -2,7 +2,7 @@
 
 The summary comes right before the result's JSON line:
 1. a headline: the job (and its action), ``dry run``, the table, the snapshot it started from and the one it
-   read or committed;
+   read or committed, and a read run in the driver without Spark;
 2. every count of rows, files and bytes the result carries, at its top level or in its ``counters``;
 3. what pruning skipped (the counters named ``*_pruned*``), or that it skipped nothing;
 4. the seconds: in all, Spark's start apart, then each phase.
@@ -62,6 +62,8 @@ def _headline(result: Mapping[str, Any]) -> str:
         words.append(f"from snapshot {starting}")
     if snapshot is not None:
         words.append(f"at snapshot {snapshot}")
+    if result.get("ran_in") == "driver":
+        words.append("(read in the driver: no Spark session)")
     return " ".join(words)
 
 

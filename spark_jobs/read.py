@@ -69,6 +69,7 @@ from spark_jobs.job_support import (
 )
 
 OUTPUT_FORMATS = ("parquet", "csv")
+DEFAULT_DRIVER_MAX_BYTES = 128 * 1024 * 1024  # Iceberg's read.split.target-size default: one task's worth
 WRITE_MODES = ("error", "overwrite")
 log = logging.getLogger("spark_jobs.read")
 
@@ -253,7 +254,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--mode", choices=WRITE_MODES, default="error", help="error: fail if --output exists; overwrite: replace it"
     )
     parser.add_argument("--split-size", type=int, help="target bytes per Spark task (default: the table's)")
+    parser.add_argument(
+        "--driver-max-bytes",
+        type=_non_negative_int,
+        default=DEFAULT_DRIVER_MAX_BYTES,
+        help="a Parquet export to a local path whose plan reads at most this many bytes of data and delete files"
+        " runs in the driver without starting Spark (default: 128 MiB, Iceberg's split size; 0: always on Spark)",
+    )
     return parser
+
+
+def _non_negative_int(text: str) -> int:
+    """An argparse type: a whole number of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more bytes, got {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -265,19 +284,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return _count_job(args)
     if args.output is None:
         raise UsageError("spark_jobs/read.py: --output is required (or --count)")
-    # Spark starts while the engine is imported and the read planned (bad input still fails before any Spark work).
-    spark_started = start_spark_session(f"iceberg-read {args.table}")
     from spark_jobs.engine.read.session import open_read_session
     from spark_jobs.engine.table.catalog import load_catalog, load_table, refuse_output_over_tables
-    from spark_jobs.spark.files import hadoop_uri, write_output
-    from spark_jobs.spark.scan import counted_dataframe_from_session, read_parallelism
+    from spark_jobs.engine.table.snapshots import resolve_read_target
+    from spark_jobs.spark.driver_read import spark_needed_before_planning, submitted_parquet_codec, why_not_in_driver
 
     columns = [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
     phases: dict[str, float] = {"plan": 0.0}
     started = time.perf_counter()
     catalog = load_catalog(args.catalog)
     table = load_table(catalog, args.table)
+    target = resolve_read_target(table, snapshot_id=args.snapshot_id, ref=args.ref, as_of=args.as_of)
     phases["plan"] += time.perf_counter() - started
+    # A read that will be too large for the driver starts Spark now, beside the planning (spark/driver_read.py).
+    spark_started = None
+    if spark_needed_before_planning(target.snapshot, args.row_filter, args.driver_max_bytes):
+        spark_started = start_spark_session(f"iceberg-read {args.table}")
 
     def plan(parallelism: int | None = None) -> Any:
         log.info("plan: %s ...", args.table)
@@ -305,6 +327,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     session = plan()
     refuse_output_over_tables(catalog, table, args.output)
     _check_output_free(args.output, args.mode, session.context.io_properties)
+    if spark_started is None:
+        codec = submitted_parquet_codec()
+        refusal = why_not_in_driver(session, args.output, args.output_format, args.driver_max_bytes, codec)
+        if refusal is None:
+            return _read_in_driver(args, session, codec, phases)
+        log.info("the read runs on Spark: %s", refusal)
+        spark_started = start_spark_session(f"iceberg-read {args.table}")
+    from spark_jobs.spark.files import hadoop_uri, write_output
+    from spark_jobs.spark.scan import counted_dataframe_from_session, read_parallelism
+
     spark = spark_started()
     engine_on_executors(spark)
     parallelism = read_parallelism(spark)
@@ -334,6 +366,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "output_format": args.output_format,
         "counters": counters,
         "rows_out": counters["rows_out"],
+        "ran_in": "spark",
+        "seconds": {name: round(value, 3) for name, value in phases.items()},
+    }
+
+
+def _read_in_driver(args: argparse.Namespace, session: Any, codec: str, phases: dict[str, float]) -> dict[str, Any]:
+    """The read run and written by this process, without Spark (``spark/driver_read.py``): the job's result."""
+    from spark_jobs.spark.driver_read import planned_bytes, write_in_driver
+
+    log.info(
+        "read and write to %s (parquet, %s) in the driver: the plan reads %d bytes, at most --driver-max-bytes %d,"
+        " so no Spark session is started ...",
+        args.output,
+        codec,
+        planned_bytes(session.tasks),
+        args.driver_max_bytes,
+    )
+    started = time.perf_counter()
+    write_in_driver(session, args.output, args.mode, codec)
+    phases["read_and_write"] = time.perf_counter() - started
+    log.info("read and write done in %.1f s", phases["read_and_write"])
+    counters = session.metrics.as_dict()
+    return {
+        "status": "ok",
+        "job": "read",
+        "table": session.table_name,
+        "snapshot_id": session.snapshot_id,
+        "output": args.output,
+        "output_format": args.output_format,
+        "counters": counters,
+        "rows_out": counters["rows_out"],
+        "ran_in": "driver",
         "seconds": {name: round(value, 3) for name, value in phases.items()},
     }
 

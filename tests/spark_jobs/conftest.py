@@ -19,7 +19,7 @@ ON_SPARK_35 = int(pyspark.__version__.split(".")[0]) < 4
 
 # node id under tests/spark_jobs/ -> the tests of the Spark 3.5 pass that run the same Spark code
 SPARK35_LEFT_OUT = {
-    "test_read.py::test_read_job_writes_javas_rows[corpus.small_files-full_scan]": (
+    "test_read.py::test_read_job_writes_javas_rows[corpus.small_files-full_scan-spark]": (
         "the small-files table is read on Spark 3.5 by its compaction (test_compact.py)"
     ),
     "test_compact.py::test_rewrite_of_a_java_written_v3_table_folds_its_deletion_vectors": (

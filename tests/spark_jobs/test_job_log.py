@@ -33,6 +33,12 @@ def test_a_read_summary_names_table_snapshot_rows_pruning_and_spark_start_apart(
     ]
 
 
+def test_a_read_in_the_driver_says_so_in_its_headline() -> None:
+    result = {"job": "read", "table": "sales.orders", "snapshot_id": 42, "ran_in": "driver", "seconds": {"plan": 0.5}}
+    assert summary_lines(result)[0] == "read of sales.orders at snapshot 42 (read in the driver: no Spark session)"
+    assert summary_lines({**result, "ran_in": "spark"})[0] == "read of sales.orders at snapshot 42"
+
+
 def test_a_compaction_summary_says_where_it_started_and_a_dry_run_says_so() -> None:
     committed = {
         "job": "compact",

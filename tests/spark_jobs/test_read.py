@@ -123,10 +123,12 @@ def test_load_reads_the_snapshot_current_when_it_was_called(spark, testing_catal
     assert read_job.load(spark, "testing", "read_pinning.events").count() == 25
 
 
+@pytest.mark.parametrize("ran_in", ["spark", "driver"])
 @pytest.mark.parametrize("query", _on_both_lines_when_sampled(QUERIES, SAMPLE_IDS))
-def test_read_job_writes_javas_rows(spark, conformance_catalog, tmp_path, query: ConformanceQuery) -> None:
+def test_read_job_writes_javas_rows(spark, conformance_catalog, tmp_path, query: ConformanceQuery, ran_in) -> None:
     output = tmp_path / "out"
     argv = ["--catalog", "conformance", "--table", query.table, "--output", str(output)]
+    argv += ["--driver-max-bytes", "0"] if ran_in == "spark" else []
     if query.select:
         argv += ["--columns", ",".join(query.select)]
     if query.where:
@@ -136,6 +138,7 @@ def test_read_job_writes_javas_rows(spark, conformance_catalog, tmp_path, query:
     if query.as_of_timestamp_ms is not None:
         argv += ["--as-of", str(query.as_of_timestamp_ms)]
     result = read_job.main(argv)
+    assert result["ran_in"] == ran_in
     assert result["rows_out"] == query.row_count
     assert result["snapshot_id"] == (query.resolves_to_snapshot_id or query.snapshot_id or result["snapshot_id"])
     _assert_matches(query, pq.read_table(output))
@@ -232,6 +235,9 @@ def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog,
     result = _last_json_line(done.stdout)
     assert result["status"] == "ok" and missing_result_fields(result) == []
     assert result["rows_out"] == query.row_count
+    # A read this small runs in the driver: no Spark session was started (spark/driver_read.py).
+    assert result["ran_in"] == "driver" and "spark_start" not in result["seconds"]
+    assert "read in the driver: no Spark session" in done.stderr + done.stdout
     counters = result["counters"]
     assert counters["rows_deleted_by_equality_deletes"] > 0
     assert counters["files_opened"] > 0
@@ -265,10 +271,11 @@ def test_spark_submit_read_on_the_standalone_cluster(spark_standalone, conforman
     query = next(q for q in QUERIES if q.id == "corpus.mor_v3_dv-full_scan")
     output = tmp_path / "out"
     done = _spark_submit(
-        ["--catalog", "conformance", "--table", query.table, "--output", str(output)],
+        ["--catalog", "conformance", "--table", query.table, "--output", str(output), "--driver-max-bytes", "0"],
         master=spark_standalone.master_url,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     result = _last_json_line(done.stdout)
+    assert result["ran_in"] == "spark" and "spark_start" in result["seconds"]
     assert result["counters"]["rows_deleted_by_deletion_vectors"] > 0
     _assert_matches(query, pq.read_table(output))

@@ -1,0 +1,192 @@
+"""A read job small enough for one Spark task, run in the driver process: no SparkContext, no Python worker.
+
+Spark runs a read of one split (Iceberg's ``read.split.target-size``, 128 MiB by default) as one Python task on
+one core, after seconds of fixed cost: the SparkContext and session start, the DataFrame is planned, code is
+generated, and a Python worker boots and imports the engine again. The read job's driver has already imported the
+engine and planned the read, so for such a read it reads and writes the rows itself:
+
+1. Before planning (``spark_needed_before_planning``): a read without a row filter of a snapshot whose files
+   (``total-files-size`` of its summary) exceed the limit is planned over the limit too, so Spark starts at once,
+   beside the planning, as for every large read.
+2. After planning (``why_not_in_driver``): the route is taken for Parquet output on a local file system, with a
+   compression codec pyarrow writes, when the planned bytes (``planned_bytes``: the data file slices, and each
+   delete file or deletion vector once) are at most the limit (``--driver-max-bytes``; 0 turns the route off).
+   Otherwise Spark runs the read, as it always did.
+3. ``write_in_driver`` writes into a hidden staging directory beside the output, as Spark's route does: one file
+   ``part-00000-<id>-c000.<codec>.parquet``, streamed as the slices complete (``read_tasks_in_process``), in the
+   Arrow types Spark's route hands its writer (``spark.types``) with every column nullable (Spark writes files so),
+   then ``_SUCCESS``. An empty result is one file with the schema, as Spark writes it.
+4. The output is checked again (mode ``error``: still absent; ``overwrite``: deleted), the staging directory is
+   renamed to the output (one rename), and on any failure the staging directory is deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spark_jobs.engine.planning.scan_tasks import ScanTask
+from spark_jobs.engine.read.session import ReadSession
+from spark_jobs.engine.read.task_scan import read_tasks_in_process
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of
+
+log = logging.getLogger(__name__)
+
+# Spark's ``spark.sql.parquet.compression.codec`` values pyarrow writes -> (pyarrow's name, Spark's file suffix).
+PARQUET_CODECS = {
+    "none": ("none", ""),
+    "uncompressed": ("none", ""),
+    "snappy": ("snappy", ".snappy"),
+    "gzip": ("gzip", ".gz"),
+    "zstd": ("zstd", ".zstd"),
+    "brotli": ("brotli", ".br"),
+    "lz4_raw": ("lz4", ".lz4raw"),
+}
+SPARK_PARQUET_CODEC_CONF = "spark.sql.parquet.compression.codec"
+DEFAULT_SPARK_PARQUET_CODEC = "snappy"
+
+
+def planned_bytes(tasks: list[ScanTask]) -> int:
+    """Bytes the planned read opens: each data file slice, and each delete file or deletion vector once."""
+    total = 0
+    delete_files: dict[tuple[str, int], int] = {}
+    for task in tasks:
+        for data_file in task.slices:
+            total += data_file.length or data_file.file_size_in_bytes
+            for position_file in data_file.position_deletes:
+                delete_files[(position_file.path, 0)] = position_file.file_size_in_bytes
+            for equality_file in data_file.equality_deletes:
+                delete_files[(equality_file.path, 0)] = equality_file.file_size_in_bytes
+            vector = data_file.deletion_vector
+            if vector is not None:
+                delete_files[(vector.path, vector.content_offset)] = vector.content_size_in_bytes
+    return total + sum(delete_files.values())
+
+
+def spark_needed_before_planning(snapshot: Any, row_filter: str | None, max_bytes: int) -> bool:
+    """Whether Spark will run the read whatever the plan: no filter, and the snapshot's files exceed ``max_bytes``.
+
+    A snapshot without ``total-files-size`` in its summary (or a table with no snapshot) is left to the plan.
+    """
+    if max_bytes <= 0:
+        return True
+    if row_filter is not None or snapshot is None or snapshot.summary is None:
+        return False
+    size = snapshot.summary.get("total-files-size")
+    try:
+        return size is not None and int(size) > max_bytes
+    except ValueError:
+        return False
+
+
+def why_not_in_driver(session: ReadSession, output: str, output_format: str, max_bytes: int, codec: str) -> str | None:
+    """Why Spark must run this read (one line for the log), or None when the driver writes it (module doc, 2)."""
+    if max_bytes <= 0:
+        return "--driver-max-bytes is 0"
+    if output_format != "parquet":
+        return f"{output_format} output is written by Spark's own writer"
+    if local_path(output) is None:
+        return f"--output {output} is not on a local file system"
+    if codec.lower() not in PARQUET_CODECS:
+        return f"{SPARK_PARQUET_CODEC_CONF}={codec} is not a codec pyarrow writes"
+    size = planned_bytes(session.tasks)
+    if size > max_bytes:
+        return f"the plan reads {size} bytes, more than --driver-max-bytes {max_bytes}"
+    return None
+
+
+def local_path(output: str) -> Path | None:
+    """``output`` as a local path (a plain path or a ``file:`` URI), or None for any other scheme."""
+    if output.startswith("file://"):
+        return Path(output.removeprefix("file://")).absolute()
+    if output.startswith("file:"):
+        return Path(output.removeprefix("file:")).absolute()
+    if "://" in output:
+        return None
+    return Path(output).absolute()
+
+
+def submitted_parquet_codec() -> str:
+    """``spark.sql.parquet.compression.codec`` as spark-submit set it (Spark's default when unset or not submitted).
+
+    Looked up only when this process already talks to a JVM (spark-submit's gateway, or a running session), so the
+    driver route never starts one for it.
+    """
+    from pyspark import SparkConf, SparkContext
+
+    if SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return DEFAULT_SPARK_PARQUET_CODEC
+    SparkContext._ensure_initialized()
+    active = SparkContext._active_spark_context
+    conf = active.getConf() if active is not None else SparkConf()
+    return str(conf.get(SPARK_PARQUET_CODEC_CONF, DEFAULT_SPARK_PARQUET_CODEC) or DEFAULT_SPARK_PARQUET_CODEC)
+
+
+def write_in_driver(session: ReadSession, output: str, mode: str, codec: str) -> int:
+    """Read ``session`` in this process and write its rows at ``output`` as Parquet (module doc, 3-4); the rows."""
+    target = local_path(output)
+    if target is None:
+        raise ValueError(f"--output {output} is not a local path")
+    compression, suffix = PARQUET_CODECS[codec.lower()]
+    staging = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:12]}"
+    schema = _nullable_schema(spark_arrow_schema_of(session.output_schema))
+    try:
+        staging.mkdir(parents=True)
+        part = staging / f"part-00000-{uuid.uuid4()}-c000{suffix}.parquet"
+        rows = 0
+        with pq.ParquetWriter(part, schema, compression=compression) as writer:
+            for batch in read_tasks_in_process(session.tasks, session.context, session.metrics):
+                if batch.num_rows:
+                    writer.write_batch(pa.RecordBatch.from_arrays(conform_batch(batch, schema).columns, schema=schema))
+                    rows += batch.num_rows
+        (staging / "_SUCCESS").touch()
+        if target.exists() or target.is_symlink():
+            if mode == "error":
+                raise UserInputError(f"--output {output} was created by someone else while this job ran")
+            _delete(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging.rename(target)
+    except BaseException:
+        _delete_staging(staging)
+        raise
+    return rows
+
+
+def _nullable_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every field nullable at every depth (map keys excepted), as Spark writes files."""
+    return pa.schema([pa.field(f.name, _nullable_type(f.type), nullable=True) for f in schema])
+
+
+def _nullable_type(arrow_type: pa.DataType) -> pa.DataType:
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([pa.field(f.name, _nullable_type(f.type), nullable=True) for f in arrow_type])
+    if pa.types.is_large_list(arrow_type):
+        return pa.large_list(pa.field(arrow_type.value_field.name, _nullable_type(arrow_type.value_type)))
+    if pa.types.is_list(arrow_type):
+        return pa.list_(pa.field(arrow_type.value_field.name, _nullable_type(arrow_type.value_type)))
+    if pa.types.is_map(arrow_type):
+        return pa.map_(arrow_type.key_field, pa.field(arrow_type.item_field.name, _nullable_type(arrow_type.item_type)))
+    return arrow_type
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def _delete_staging(staging: Path) -> None:
+    try:
+        if staging.exists():
+            shutil.rmtree(staging)
+    except OSError as error:  # the job's own failure is what the caller reports; this one is logged
+        log.warning("could not delete the staging directory %s (left behind): %s", staging, error)
