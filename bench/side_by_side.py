@@ -344,6 +344,7 @@ class SideBySide:
                 self.rounds(
                     JobResult(
                         f"cold_{name}"
+                        + ("_on_spark" if self.args.cold_driver_max_bytes == 0 else "")
                         + (
                             ""
                             if self.args.cold_class_archive == "none"
@@ -467,6 +468,8 @@ class SideBySide:
         ]
         if output is not None:
             command += ["--columns", "price", "--output", str(output), "--mode", "overwrite"]
+            if self.args.cold_driver_max_bytes is not None:
+                command += ["--driver-max-bytes", str(self.args.cold_driver_max_bytes)]
         else:
             command += ["--aggregate", "count(*),sum(price)"]
         if query.row_filter():
@@ -587,6 +590,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--anchor-dir", default="/work/shared/iceberg-java", help="the recipe (anchor_env.py)")
     parser.add_argument("--anchor-root", type=Path, default=Path(os.environ.get("ANCHOR_ROOT", "/tmp/iceberg-java")))
     parser.add_argument("--cold-queries", default="scan_range_eq,scan_full_pos,scan_full_eq")
+    parser.add_argument(
+        "--cold-driver-max-bytes",
+        type=int,
+        help="cold runs: our read job's --driver-max-bytes (0: always on Spark; default: the job's)",
+    )
     parser.add_argument(
         "--cold-class-archive",
         choices=("none", "ours", "both"),

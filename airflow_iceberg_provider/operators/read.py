@@ -50,6 +50,8 @@ class IcebergReadOperator(IcebergSparkJobOperator):
     :param output_format: ``parquet`` or ``csv``. (templated)
     :param write_mode: ``error`` (fail if ``output_path`` exists) or ``overwrite``. (templated)
     :param split_size: Target bytes per Spark task (default: the table's). (templated)
+    :param driver_max_bytes: A Parquet export to a local path whose plan reads at most this many bytes runs in the
+        job's driver without starting Spark (default: the job's, 128 MiB; 0: always on Spark). (templated)
     """
 
     job = "read"
@@ -65,6 +67,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         "output_format",
         "write_mode",
         "split_size",
+        "driver_max_bytes",
     )
 
     def __init__(
@@ -80,6 +83,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         output_format: str = "parquet",
         write_mode: str = "error",
         split_size: int | str | None = None,
+        driver_max_bytes: int | str | None = None,
         **kwargs: Any,
     ) -> None:
         if (output_path is None) == (aggregates is None):
@@ -91,6 +95,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         check_at_most_one(owner, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
         check_integer(owner, "snapshot_id", snapshot_id)
         check_integer(owner, "split_size", split_size, minimum=1)
+        check_integer(owner, "driver_max_bytes", driver_max_bytes, minimum=0)
         check_choice(owner, "output_format", output_format, READ_OUTPUT_FORMATS)
         check_choice(owner, "write_mode", write_mode, READ_WRITE_MODES)
         self.output_path = output_path
@@ -103,6 +108,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         self.output_format = output_format
         self.write_mode = write_mode
         self.split_size = split_size
+        self.driver_max_bytes = driver_max_bytes
 
     def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
         """The table at the snapshot read (before the job: the one asked for, else the current one) -> the export."""
@@ -138,5 +144,6 @@ class IcebergReadOperator(IcebergSparkJobOperator):
                 ("--output-format", self.output_format),
                 ("--mode", self.write_mode),
                 ("--split-size", self.split_size),
+                ("--driver-max-bytes", self.driver_max_bytes),
             ]
         )

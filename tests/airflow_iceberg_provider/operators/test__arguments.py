@@ -38,6 +38,7 @@ CASES: list[tuple[tuple[type, dict[str, Any]], dict[str, Any], list[str]]] = [
     (READ, {"snapshot_id": 1, "ref": "main"}, ["snapshot_id", "ref"]),
     (READ, {"ref": "main", "as_of": "2024-01-01"}, ["ref", "as_of"]),
     (READ, {"split_size": 0}, ["split_size", "at least 1"]),
+    (READ, {"driver_max_bytes": -1}, ["driver_max_bytes", "at least 0"]),
     (READ, {"output_path": None}, ["output_path", "aggregates"]),
     (READ, {"aggregates": "count(*)"}, ["output_path", "aggregates"]),
     (INGEST, {"mode": "merge"}, ["mode", "merge"]),

@@ -70,10 +70,12 @@ def test_reads_the_first_snapshot_through_spark_submit_and_returns_the_result_li
     assert any(" spark_jobs.read: read and write done in " in line for line in lines)
     result_at = max(index for index, line in enumerate(lines) if line.startswith('{"status":"ok"'))
     summary = [line.split(" spark_jobs: ", 1)[1].strip() for line in lines[:result_at] if " INFO spark_jobs: " in line]
-    assert f"read of {events_table} at snapshot {first_snapshot}" in summary
     assert any(line.startswith("rows: ") and "rows out 7" in line for line in summary)
     assert any(line.startswith("pruning skipped: ") for line in summary)
-    assert any(line.startswith("seconds: ") and "Spark start" in line for line in summary)
+    # Seven rows of a small table: read in the job's driver, no Spark session (spark_jobs/spark/driver_read.py).
+    assert result["ran_in"] == "driver"
+    assert f"read of {events_table} at snapshot {first_snapshot} (read in the driver: no Spark session)" in summary
+    assert any(line.startswith("seconds: ") and "Spark start" not in line for line in summary)
 
 
 @pytest.mark.spark
@@ -222,11 +224,13 @@ def test_reads_on_the_standalone_cluster_from_a_postgresql_catalog(
             table="sales.orders",
             row_filter="region = 'eu'",
             output_path=str(output),
+            driver_max_bytes=0,  # on the cluster's executors, not in the driver
             conf={**QUIET, "spark.driver.host": "127.0.0.1"},
         )
     dag_run = run_dag(dag)
     assert task_state(dag_run, "read_eu") == "success"
     assert xcom_return_value(dag_run, "read_eu")["rows_out"] == 500
+    assert xcom_return_value(dag_run, "read_eu")["ran_in"] == "spark"
     assert pq.read_table(output).column("region").unique().to_pylist() == ["eu"]
 
 
