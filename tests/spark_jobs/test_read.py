@@ -190,7 +190,9 @@ def test_read_job_refuses_bad_input_and_writes_nothing(spark, conformance_catalo
     assert not output.exists()
 
 
-def _spark_submit(args: list[str], *, master: str = "local[2]", timeout: int = 600) -> subprocess.CompletedProcess:
+def _spark_submit(
+    args: list[str], *, master: str = "local[2]", timeout: int = 600, conf: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
     command = [
         str(spark_home() / "bin" / "spark-submit"),
         "--master",
@@ -199,6 +201,7 @@ def _spark_submit(args: list[str], *, master: str = "local[2]", timeout: int = 6
         "spark.ui.enabled=false",
         "--conf",
         "spark.driver.host=127.0.0.1",
+        *[argument for setting in conf for argument in ("--conf", setting)],
         str(READ_PY),
         *args,
     ]
@@ -229,7 +232,8 @@ def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog,
             str(output),
             "--output-format",
             "parquet",
-        ]
+        ],
+        conf=("spark.sql.parquet.compression.codec=gzip",),
     )
     assert done.returncode == 0, done.stderr[-4000:]
     result = _last_json_line(done.stdout)
@@ -238,6 +242,9 @@ def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog,
     # A read this small runs in the driver: no Spark session was started (spark/driver_read.py).
     assert result["ran_in"] == "driver" and "spark_start" not in result["seconds"]
     assert "read in the driver: no Spark session" in done.stderr + done.stdout
+    # The driver writes with the codec spark-submit set, named as Spark names it.
+    [part] = output.glob("part-00000-*-c000.gz.parquet")
+    assert pq.ParquetFile(part).metadata.row_group(0).column(0).compression == "GZIP"
     counters = result["counters"]
     assert counters["rows_deleted_by_equality_deletes"] > 0
     assert counters["files_opened"] > 0
