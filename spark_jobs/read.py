@@ -27,6 +27,10 @@ hidden staging directory beside ``--output`` and moved there only when complete,
 4. On any failure, delete the staging directory (a failure to do so is logged with its location) and leave the
    output as it was.
 
+A Parquet export to a local path whose plan reads at most ``--driver-max-bytes`` (default 128 MiB, Iceberg's split
+size: one Spark task's worth) is read and written by this driver process through the same staging steps, without
+starting Spark (``spark/driver_read.py``); the result's ``ran_in`` says ``driver`` or ``spark``.
+
 ``--count`` prints ``count(*)`` instead of writing: from the manifests alone when no delete file applies (no Spark
 session is started), else the rows of the data files without deletes from the manifests plus a scan of the others;
 the counters say which (``count_from_metadata``).
@@ -284,6 +288,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return _count_job(args)
     if args.output is None:
         raise UsageError("spark_jobs/read.py: --output is required (or --count)")
+    # Spark starts while the engine is imported and the read planned (bad input still fails before any Spark work),
+    # unless the read may run in the driver (spark/driver_read.py): then the table's size or the plan decides.
+    spark_started = None if _may_run_in_driver(args) else start_spark_session(f"iceberg-read {args.table}")
     from spark_jobs.engine.read.session import open_read_session
     from spark_jobs.engine.table.catalog import load_catalog, load_table, refuse_output_over_tables
     from spark_jobs.engine.table.snapshots import resolve_read_target
@@ -297,8 +304,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     target = resolve_read_target(table, snapshot_id=args.snapshot_id, ref=args.ref, as_of=args.as_of)
     phases["plan"] += time.perf_counter() - started
     # A read that will be too large for the driver starts Spark now, beside the planning (spark/driver_read.py).
-    spark_started = None
-    if spark_needed_before_planning(target.snapshot, args.row_filter, args.driver_max_bytes):
+    if spark_started is None and spark_needed_before_planning(target.snapshot, args.row_filter, args.driver_max_bytes):
         spark_started = start_spark_session(f"iceberg-read {args.table}")
 
     def plan(parallelism: int | None = None) -> Any:
@@ -400,6 +406,13 @@ def _read_in_driver(args: argparse.Namespace, session: Any, codec: str, phases: 
         "ran_in": "driver",
         "seconds": {name: round(value, 3) for name, value in phases.items()},
     }
+
+
+def _may_run_in_driver(args: argparse.Namespace) -> bool:
+    """Whether the arguments alone leave the driver route open: Parquet to a local path, a limit above 0."""
+    output = str(args.output)
+    local = output.startswith("file:") or "://" not in output
+    return args.driver_max_bytes > 0 and args.output_format == "parquet" and local
 
 
 def _count_job(args: argparse.Namespace) -> dict[str, Any]:

@@ -5,7 +5,8 @@ one core, after seconds of fixed cost: the SparkContext and session start, the D
 generated, and a Python worker boots and imports the engine again. The read job's driver has already imported the
 engine and planned the read, so for such a read it reads and writes the rows itself:
 
-1. Before planning (``spark_needed_before_planning``): a read without a row filter of a snapshot whose files
+1. Before planning (``spark_needed_before_planning``, once the table is loaded; the read job starts Spark before
+   anything else when its arguments rule this route out): a read without a row filter of a snapshot whose files
    (``total-files-size`` of its summary) exceed the limit is planned over the limit too, so Spark starts at once,
    beside the planning, as for every large read.
 2. After planning (``why_not_in_driver``): the route is taken for Parquet output on a local file system, with a
