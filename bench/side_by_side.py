@@ -375,7 +375,10 @@ class SideBySide:
             query = by_name[name]
             where = f" where {query.where_sql()}" if query.k_range else ""
             self.rounds(
-                JobResult(f"cold_aggregate_{name}", f"spark-submit of count(*), sum(price) of {query.table}{where}"),
+                JobResult(
+                    f"cold_aggregate_{name}" + ("_on_spark" if self.args.cold_driver_max_bytes == 0 else ""),
+                    f"spark-submit of count(*), sum(price) of {query.table}{where}",
+                ),
                 lambda query=query: self._cold_java(query, submit, None),
                 lambda query=query: self._cold_ours(query, submit, None),
                 check=same_answer,
@@ -468,10 +471,10 @@ class SideBySide:
         ]
         if output is not None:
             command += ["--columns", "price", "--output", str(output), "--mode", "overwrite"]
-            if self.args.cold_driver_max_bytes is not None:
-                command += ["--driver-max-bytes", str(self.args.cold_driver_max_bytes)]
         else:
             command += ["--aggregate", "count(*),sum(price)"]
+        if self.args.cold_driver_max_bytes is not None:
+            command += ["--driver-max-bytes", str(self.args.cold_driver_max_bytes)]
         if query.row_filter():
             command += ["--filter", query.row_filter()]
         return self._timed_with_archive("ours", command, {**os.environ, **our_catalog_env(self.args.data_dir)}, partial)

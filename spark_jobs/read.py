@@ -29,7 +29,9 @@ hidden staging directory beside ``--output`` and moved there only when complete,
 
 A Parquet export to a local path whose plan reads at most ``--driver-max-bytes`` (default 128 MiB, Iceberg's split
 size: one Spark task's worth) is read and written by this driver process through the same staging steps, without
-starting Spark (``spark/driver_read.py``); the result's ``ran_in`` says ``driver`` or ``spark``.
+starting Spark (``spark/driver_read.py``); so are the scans of ``--count`` and ``--aggregate`` within that limit
+(the fold in the driver follows the ANSI mode spark-submit set). The result's ``ran_in`` says ``driver`` or
+``spark``.
 
 ``--count`` prints ``count(*)`` instead of writing: from the manifests alone when no delete file applies (no Spark
 session is started), else the rows of the data files without deletes from the manifests plus a scan of the others;
@@ -56,6 +58,7 @@ import logging
 import sys
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,12 +152,14 @@ def count(
     snapshot_id: int | None = None,
     ref: str | None = None,
     as_of: int | str | None = None,
+    spark_for_plan: Callable[[Sequence[Any]], Any] | None = None,
 ) -> tuple[int, dict[str, Any]]:
     """``count(*)`` of ``table`` at the chosen snapshot, and the counters saying how it was answered.
 
     From the manifests when no delete file applies to any data file (``spark`` may then be None: nothing is read);
     otherwise the data files with deletes are scanned (on ``spark``, or in this process when it is None) and the
-    others counted from the manifests.
+    others counted from the manifests. With ``spark`` None, ``spark_for_plan`` (if given) sees the scan's planned
+    tasks and returns a session to run a scan too large for this process, or None (the job's driver route).
     """
     from spark_jobs.engine.planning.row_count import plan_count
     from spark_jobs.engine.table.catalog import load_catalog, load_table
@@ -168,7 +173,9 @@ def count(
     if plan.answered_from_metadata:
         log.info("count(*) of %s answered from the %s: %d rows", table, plan.source, plan.metadata_rows)
         return plan.metadata_rows, counters
-    scanned = _count_by_scan(spark, catalog_object, iceberg_table, target, plan.files_to_scan)
+    scanned = _count_by_scan(
+        spark, catalog_object, iceberg_table, target, plan.files_to_scan, spark_for_plan=spark_for_plan
+    )
     counters["rows_counted_by_scan"] = scanned
     log.info(
         "count(*) of %s: %d rows from the manifests, %d by scanning %d data files with deletes",
@@ -211,15 +218,26 @@ def aggregate(
     )
 
 
-def _count_by_scan(spark: Any, catalog: Any, table: Any, target: Any, paths: frozenset[str]) -> int:
+def _count_by_scan(
+    spark: Any,
+    catalog: Any,
+    table: Any,
+    target: Any,
+    paths: frozenset[str],
+    *,
+    spark_for_plan: Callable[[Sequence[Any]], Any] | None = None,
+) -> int:
     """Rows of the data files ``paths`` with their deletes applied, reading one narrow column."""
     from spark_jobs.engine.read.session import narrowest_column, open_read_session
+    from spark_jobs.engine.read.task_scan import read_tasks_in_process
 
     snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
     session = open_read_session(catalog, table, columns=[narrowest_column(target.schema).name], snapshot_id=snapshot_id)
     session.keep_only_files(paths)
+    if spark is None and spark_for_plan is not None:
+        spark = spark_for_plan(session.tasks)
     if spark is None:
-        return session.to_arrow().num_rows
+        return sum(batch.num_rows for batch in read_tasks_in_process(session.tasks, session.context, session.metrics))
     from spark_jobs.spark.scan import dataframe_from_session
 
     return int(dataframe_from_session(spark, session).count())
@@ -262,8 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--driver-max-bytes",
         type=_non_negative_int,
         default=DEFAULT_DRIVER_MAX_BYTES,
-        help="a Parquet export to a local path whose plan reads at most this many bytes of data and delete files"
-        " runs in the driver without starting Spark (default: 128 MiB, Iceberg's split size; 0: always on Spark)",
+        help="a Parquet export to a local path, or the scan of --count or --aggregate, whose plan reads at most this"
+        " many bytes of data and delete files runs in the driver without starting Spark (default: 128 MiB,"
+        " Iceberg's split size; 0: always on Spark)",
     )
     return parser
 
@@ -408,6 +427,34 @@ def _read_in_driver(args: argparse.Namespace, session: Any, codec: str, phases: 
     }
 
 
+class _SparkWhenOver:
+    """A ``spark_for_plan`` for the jobs: None (run in this process) for a plan of at most ``max_bytes`` (above 0),
+    else the job's session, started then (``spark/driver_read.py``); remembers the session it started."""
+
+    def __init__(self, max_bytes: int, app_name: str) -> None:
+        self.max_bytes = max_bytes
+        self.app_name = app_name
+        self.session: Any = None
+
+    def __call__(self, tasks: Sequence[Any]) -> Any:
+        from spark_jobs.spark.driver_read import planned_bytes
+
+        size = planned_bytes(list(tasks))
+        if self.max_bytes > 0 and size <= self.max_bytes:
+            log.info("the scan reads %d bytes, at most --driver-max-bytes %d: read in the driver", size, self.max_bytes)
+            return None
+        log.info("the scan reads %d bytes, more than --driver-max-bytes %d: read on Spark", size, self.max_bytes)
+        self.session = _job_session(self.app_name)
+        return self.session
+
+
+def _job_session(app_name: str) -> Any:
+    """The job's Spark session with the engine on its executors."""
+    spark = spark_session(app_name)
+    engine_on_executors(spark)
+    return spark
+
+
 def _may_run_in_driver(args: argparse.Namespace) -> bool:
     """Whether the arguments alone leave the driver route open: Parquet to a local path, a limit above 0."""
     output = str(args.output)
@@ -416,8 +463,8 @@ def _may_run_in_driver(args: argparse.Namespace) -> bool:
 
 
 def _count_job(args: argparse.Namespace) -> dict[str, Any]:
-    """``--count``: count(*) from the manifests when possible, else with a scan of the files with deletes on Spark."""
-    from spark_jobs.engine.planning.row_count import plan_count
+    """``--count``: count(*) from the manifests when possible, else with a scan of the files with deletes (in the
+    driver when it reads at most ``--driver-max-bytes``, else on Spark)."""
     from spark_jobs.engine.table.catalog import load_catalog, load_table
     from spark_jobs.engine.table.snapshots import resolve_read_target
 
@@ -426,12 +473,10 @@ def _count_job(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     table = load_table(load_catalog(args.catalog), args.table)
     target = resolve_read_target(table, snapshot_id=args.snapshot_id, ref=args.ref, as_of=args.as_of)
-    spark = None
-    if not plan_count(table, target.snapshot).answered_from_metadata:
-        spark = spark_session(f"iceberg-count {args.table}")
-        engine_on_executors(spark)
+    # Spark starts only for a scan the manifests cannot replace that is too large for the driver.
+    chooser = _SparkWhenOver(args.driver_max_bytes, f"iceberg-count {args.table}")
     snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
-    rows, counters = count(spark, args.catalog, args.table, snapshot_id=snapshot_id)
+    rows, counters = count(None, args.catalog, args.table, snapshot_id=snapshot_id, spark_for_plan=chooser)
     return {
         "status": "ok",
         "job": "read",
@@ -439,6 +484,7 @@ def _count_job(args: argparse.Namespace) -> dict[str, Any]:
         "snapshot_id": snapshot_id,
         "count": rows,
         "counters": counters,
+        "ran_in": "driver" if chooser.session is None else "spark",
         "seconds": {"count": round(time.perf_counter() - started, 3)},
     }
 
@@ -448,30 +494,42 @@ def _aggregate_job(args: argparse.Namespace) -> dict[str, Any]:
     from spark_jobs.engine.read.aggregates import bind_aggregates, json_safe, parse_aggregates
     from spark_jobs.engine.table.catalog import load_catalog, load_table
     from spark_jobs.engine.table.snapshots import resolve_read_target
+    from spark_jobs.spark.aggregate import aggregate_table
+    from spark_jobs.spark.driver_read import spark_needed_before_planning, submitted_ansi_mode
 
     if args.output is not None or args.columns is not None or args.count:
         raise UsageError("spark_jobs/read.py: --aggregate takes no --output, --columns or --count")
     started = time.perf_counter()
     parsed = parse_aggregates(args.aggregate)  # malformed aggregates fail before Spark starts
     count_rows_only = args.row_filter is None and all(a.function == "count" and a.column is None for a in parsed)
-    # Spark starts while the table is loaded and the aggregates checked (as the export does); count(*) alone
-    # starts it only when the manifests cannot answer.
-    spark_started = None if count_rows_only else start_spark_session(f"iceberg-aggregate {args.table}")
+    name = f"iceberg-aggregate {args.table}"
+    # Spark starts while the table is loaded and the aggregates checked (as the export does), unless the manifests
+    # may answer (count(*) alone) or the scan may run in the driver (spark/driver_read.py): then the table's size
+    # or the plan decides.
+    in_driver_possible = count_rows_only or args.driver_max_bytes > 0
+    spark_started = None if in_driver_possible else start_spark_session(name)
     catalog = load_catalog(args.catalog)
     table = load_table(catalog, args.table)
     target = resolve_read_target(table, snapshot_id=args.snapshot_id, ref=args.ref, as_of=args.as_of)
     bind_aggregates(parsed, target.schema, ".".join(table.name()))
+    large = spark_needed_before_planning(target.snapshot, args.row_filter, args.driver_max_bytes)
+    if spark_started is None and not count_rows_only and large:
+        spark_started = start_spark_session(name)
     spark = None
     if spark_started is not None:
         spark = spark_started()
-    else:
-        from spark_jobs.engine.planning.row_count import plan_count
-
-        if not plan_count(table, target.snapshot).answered_from_metadata:
-            spark = spark_session(f"iceberg-aggregate {args.table}")
+        engine_on_executors(spark)
+    chooser = _SparkWhenOver(args.driver_max_bytes, name)
     snapshot_id = target.snapshot.snapshot_id if target.snapshot is not None else None
-    values, counters = aggregate(
-        spark, catalog, table, args.aggregate, row_filter=args.row_filter, snapshot_id=snapshot_id
+    values, counters = aggregate_table(
+        spark,
+        catalog,
+        table,
+        args.aggregate,
+        row_filter=args.row_filter,
+        snapshot_id=snapshot_id,
+        spark_for_plan=chooser,
+        ansi=submitted_ansi_mode(),
     )
     return {
         "status": "ok",
@@ -483,6 +541,7 @@ def _aggregate_job(args: argparse.Namespace) -> dict[str, Any]:
         "aggregates": json_safe(values),
         "counters": counters,
         "rows_out": counters["rows_aggregated"],  # the rows the aggregates ran over: deletes and filter applied
+        "ran_in": "driver" if chooser.session is None and spark is None else "spark",
         "seconds": {"aggregate": round(time.perf_counter() - started, 3)},
     }
 

@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import SparkSession
 
@@ -21,6 +21,9 @@ from spark_jobs.engine.read.aggregates import AggregatePlan
 from spark_jobs.engine.read.task_scan import read_task
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.spark.scan import read_parallelism
+
+if TYPE_CHECKING:  # the driver's session module: executors unpickling a fold need not import it
+    from spark_jobs.engine.read.session import ReadSession
 
 ANSI_CONF = "spark.sql.ansi.enabled"
 JOB_DESCRIPTION = "spark.job.description"
@@ -77,8 +80,15 @@ def aggregate_table(
     snapshot_id: int | None = None,
     ref: str | None = None,
     as_of: int | str | None = None,
+    spark_for_plan: Callable[[Sequence[ScanTask]], SparkSession | None] | None = None,
+    ansi: bool | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The aggregates' values by label and the counters saying how they were computed (``read.aggregate``'s doc).
+
+    With ``spark`` None, ``spark_for_plan`` (if given) sees the planned tasks and returns a session to run a plan too
+    large for this process, or None (the read job's driver route, ``spark.driver_read``); the plan is then made
+    again for that session's slots. ``ansi`` is Spark SQL's ANSI mode for a fold in this process (default: on, as
+    Spark 4's default); on Spark the session's own setting rules.
 
     1. Parse the aggregates and check them against the chosen snapshot's schema (bad input fails before any work).
     2. ``count(*)`` alone without a filter: the manifests answer for every data file no delete applies to
@@ -116,22 +126,31 @@ def aggregate_table(
         metadata_rows, scan_only = count_plan.metadata_rows, count_plan.files_to_scan
     # count(*) alone reads the narrowest column; otherwise the aggregates' columns.
     columns = list(plan.columns) or [narrowest_column(target.schema).name]
-    session = open_read_session(
-        catalog_object,
-        iceberg_table,
-        columns=columns,
-        row_filter=row_filter,
-        snapshot_id=resolved_id,
-        parallelism=None if spark is None else read_parallelism(spark),
-    )
-    if scan_only is not None:
-        session.keep_only_files(scan_only)
+
+    def plan_scan(parallelism: int | None) -> ReadSession:
+        planned = open_read_session(
+            catalog_object,
+            iceberg_table,
+            columns=columns,
+            row_filter=row_filter,
+            snapshot_id=resolved_id,
+            parallelism=parallelism,
+        )
+        if scan_only is not None:
+            planned.keep_only_files(scan_only)
+        return planned
+
+    session = plan_scan(None if spark is None else read_parallelism(spark))
+    if spark is None and spark_for_plan is not None:
+        spark = spark_for_plan(session.tasks)
+        if spark is not None:
+            session = plan_scan(read_parallelism(spark))
     counters.update(session.metrics.as_dict())
     if spark is None:
         metrics = ScanMetrics()
         partials = [plan.partial_of(read_task(task, session.context, metrics)) for task in session.tasks]
         executor_counters = metrics.as_dict()
-        ansi = True
+        ansi = True if ansi is None else ansi
     else:
         description = f"aggregate {', '.join(plan.labels)} of {table_name}"
         partials, executor_counters = partials_on_spark(spark, session.tasks, session.context, plan, description)

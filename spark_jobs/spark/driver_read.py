@@ -37,6 +37,7 @@ from spark_jobs.engine.planning.scan_tasks import ScanTask
 from spark_jobs.engine.read.session import ReadSession
 from spark_jobs.engine.read.task_scan import read_tasks_in_process
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.spark.aggregate import ANSI_CONF
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,20 @@ def local_path(output: str) -> Path | None:
 
 
 def submitted_parquet_codec() -> str:
-    """``spark.sql.parquet.compression.codec`` as spark-submit set it (Spark's default when unset or not submitted).
+    """``spark.sql.parquet.compression.codec`` as spark-submit set it (Spark's default when unset)."""
+    return submitted_setting(SPARK_PARQUET_CODEC_CONF, DEFAULT_SPARK_PARQUET_CODEC)
+
+
+def submitted_ansi_mode() -> bool:
+    """Spark SQL's ANSI mode as spark-submit set it (default: this Spark's, on from Spark 4), for driver folds."""
+    import pyspark
+
+    default = "true" if int(pyspark.__version__.split(".")[0]) >= 4 else "false"
+    return submitted_setting(ANSI_CONF, default).lower() == "true"
+
+
+def submitted_setting(key: str, default: str) -> str:
+    """A Spark setting as spark-submit (or a running session) set it, else ``default``.
 
     Looked up only when this process already talks to a JVM (spark-submit's gateway, or a running session), so the
     driver route never starts one for it.
@@ -124,11 +138,11 @@ def submitted_parquet_codec() -> str:
     from pyspark import SparkConf, SparkContext
 
     if SparkContext._gateway is None and not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        return DEFAULT_SPARK_PARQUET_CODEC
+        return default
     SparkContext._ensure_initialized()
     active = SparkContext._active_spark_context
     conf = active.getConf() if active is not None else SparkConf()
-    return str(conf.get(SPARK_PARQUET_CODEC_CONF, DEFAULT_SPARK_PARQUET_CODEC) or DEFAULT_SPARK_PARQUET_CODEC)
+    return str(conf.get(key, default) or default)
 
 
 def write_in_driver(session: ReadSession, output: str, mode: str, codec: str) -> int:

@@ -251,6 +251,31 @@ def test_spark_submit_read_prints_counters_as_its_last_line(conformance_catalog,
     _assert_matches(query, pq.read_table(output))
 
 
+@pytest.mark.spark35
+def test_spark_submit_aggregates_and_counts_of_a_small_table_run_in_the_driver(conformance_catalog) -> None:
+    table = "corpus.v2_eq_deletes"
+    aggregates = "count(*),sum(qty),max(ts)"
+    expected, _ = read_job.aggregate(None, "conformance", table, aggregates, row_filter="qty > 2")
+    done = _spark_submit(
+        ["--catalog", "conformance", "--table", table, "--aggregate", aggregates, "--filter", "qty > 2"],
+        conf=("spark.sql.ansi.enabled=false",),
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = _last_json_line(done.stdout)
+    assert result["ran_in"] == "driver" and "spark_start" not in result["seconds"]
+    assert result["aggregates"] == {
+        "count(*)": expected["count(*)"],
+        "sum(qty)": expected["sum(qty)"],
+        "max(ts)": expected["max(ts)"].isoformat(),
+    }
+    done = _spark_submit(["--catalog", "conformance", "--table", table, "--count"])
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = _last_json_line(done.stdout)
+    assert result["ran_in"] == "driver" and result["count"] == next(
+        q.row_count for q in QUERIES if q.id == f"{table}-full_scan"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "reason"),
     [

@@ -165,3 +165,35 @@ def test_the_read_job_answers_count_star_of_a_table_without_deletes_from_the_man
     rows = QUERIES["corpus.v1_cow-full_scan"].row_count
     assert result["aggregates"] == {"count(*)": rows} and result["rows_out"] == rows
     assert result["counters"]["aggregates_from_metadata"] is True
+
+
+@pytest.mark.parametrize(
+    ("table", "aggregates", "row_filter"),
+    [
+        ("corpus.types", TYPE_AGGREGATES, None),
+        ("corpus.v2_eq_deletes", EVENT_AGGREGATES, "qty > 2"),
+        ("corpus.mor_v3_dv", EVENT_AGGREGATES, None),
+        ("corpus.mor_v2_pos", ["count(*)"], None),  # count(*) alone, with deletes: the scan of the deleted files
+    ],
+)
+def test_the_read_job_folds_in_the_driver_what_it_folds_on_spark(
+    spark, conformance_catalog, table, aggregates, row_filter
+):
+    argv = ["--catalog", "conformance", "--table", table, "--aggregate", ",".join(aggregates)]
+    argv += ["--filter", row_filter] if row_filter else []
+    on_spark = read_job.main([*argv, "--driver-max-bytes", "0"])
+    in_driver = read_job.main(argv)
+    assert (on_spark["ran_in"], in_driver["ran_in"]) == ("spark", "driver")
+    assert in_driver["rows_out"] == on_spark["rows_out"] > 0
+    assert in_driver["aggregates"].keys() == on_spark["aggregates"].keys()
+    for label, value in on_spark["aggregates"].items():
+        assert _same(in_driver["aggregates"][label], value), label
+
+
+def test_the_read_job_counts_in_the_driver_what_it_counts_on_spark(spark, conformance_catalog):
+    argv = ["--catalog", "conformance", "--table", "corpus.v2_eq_deletes", "--count"]
+    on_spark = read_job.main([*argv, "--driver-max-bytes", "0"])
+    in_driver = read_job.main(argv)
+    assert (on_spark["ran_in"], in_driver["ran_in"]) == ("spark", "driver")
+    assert in_driver["count"] == on_spark["count"] == QUERIES["corpus.v2_eq_deletes-full_scan"].row_count
+    assert in_driver["counters"]["rows_counted_by_scan"] == on_spark["counters"]["rows_counted_by_scan"] > 0

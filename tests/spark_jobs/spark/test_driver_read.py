@@ -192,3 +192,9 @@ def test_the_written_schema_is_nullable_at_every_depth() -> None:
     assert nullable.field("s").type.field("a").nullable
     assert nullable.field("l").type.value_field.nullable
     assert nullable.field("m").type.item_field.nullable and not nullable.field("m").type.key_field.nullable
+
+
+def test_settings_come_from_the_running_jvms_configuration(spark) -> None:
+    assert driver_read.submitted_setting("spark.sql.shuffle.partitions", "none") == "4"  # the test session's
+    assert driver_read.submitted_setting("spark.no.such.setting", "fallback") == "fallback"
+    assert driver_read.submitted_parquet_codec() == "snappy"
