@@ -152,6 +152,8 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("read", ["--split-size", "abc"], ["--split-size"]),
     ("read", ["--split-size", "0"], ["split size", "positive"]),
     ("read", ["--split-size", "-5"], ["split size", "positive"]),
+    ("read", ["--driver-max-bytes", "abc"], ["--driver-max-bytes", "whole number"]),
+    ("read", ["--driver-max-bytes", "-1"], ["--driver-max-bytes", "0 or more"]),
     ("read", ["--bogus"], ["--bogus"]),
     # read: count and aggregate
     ("read", ["--catalog", CATALOG, "--table", TABLE, "--count", "--filter", "id > 1"], ["--count"]),
