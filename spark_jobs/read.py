@@ -382,18 +382,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     counters = session.metrics.as_dict()
     for key, value in executor_counters.value.items():
         counters[key] = counters.get(key, 0) + value
-    return {
-        "status": "ok",
-        "job": "read",
-        "table": session.table_name,
-        "snapshot_id": session.snapshot_id,
-        "output": args.output,
-        "output_format": args.output_format,
-        "counters": counters,
-        "rows_out": counters["rows_out"],
-        "ran_in": "spark",
-        "seconds": {name: round(value, 3) for name, value in phases.items()},
-    }
+    return _export_result(args, session, counters, "spark", phases)
 
 
 def _read_in_driver(args: argparse.Namespace, session: Any, codec: str, phases: dict[str, float]) -> dict[str, Any]:
@@ -412,7 +401,13 @@ def _read_in_driver(args: argparse.Namespace, session: Any, codec: str, phases: 
     write_in_driver(session, args.output, args.mode, codec)
     phases["read_and_write"] = time.perf_counter() - started
     log.info("read and write done in %.1f s", phases["read_and_write"])
-    counters = session.metrics.as_dict()
+    return _export_result(args, session, session.metrics.as_dict(), "driver", phases)
+
+
+def _export_result(
+    args: argparse.Namespace, session: Any, counters: dict[str, Any], ran_in: str, phases: dict[str, float]
+) -> dict[str, Any]:
+    """The export's result line: what was read, where it was written, the counters, where it ran, the seconds."""
     return {
         "status": "ok",
         "job": "read",
@@ -422,7 +417,7 @@ def _read_in_driver(args: argparse.Namespace, session: Any, codec: str, phases: 
         "output_format": args.output_format,
         "counters": counters,
         "rows_out": counters["rows_out"],
-        "ran_in": "driver",
+        "ran_in": ran_in,
         "seconds": {name: round(value, 3) for name, value in phases.items()},
     }
 

@@ -79,10 +79,6 @@ def _read_slices(
             yield from read_slice(data_file, context, metrics)
         return
 
-    def read_whole(data_file: DataFileSlice) -> tuple[list[pa.RecordBatch], ScanMetrics]:
-        slice_metrics = ScanMetrics()
-        return list(read_slice(data_file, context, slice_metrics)), slice_metrics
-
     pending: deque[Future] = deque()
     pool = slice_read_ahead()
     try:
@@ -92,7 +88,7 @@ def _read_slices(
                     yield from _merged(pending.popleft(), metrics)
                 yield from read_slice(data_file, context, metrics)
                 continue
-            pending.append(pool.submit(read_whole, data_file))
+            pending.append(pool.submit(_read_whole, data_file, context))
             if len(pending) > SLICES_AHEAD:
                 yield from _merged(pending.popleft(), metrics)
         while pending:
@@ -109,6 +105,12 @@ def _footers_read_ahead(slices: Sequence[DataFileSlice], context: ScanContext) -
     if len(slices) < 2 or reads_index_structures(context):
         return nullcontext()
     return footers_read_ahead(context.io, [(data_file.path, data_file.file_size_in_bytes) for data_file in slices])
+
+
+def _read_whole(data_file: DataFileSlice, context: ScanContext) -> tuple[list[pa.RecordBatch], ScanMetrics]:
+    """One slice read whole on a helper thread, with counters of its own (merged when it is handed back)."""
+    slice_metrics = ScanMetrics()
+    return list(read_slice(data_file, context, slice_metrics)), slice_metrics
 
 
 def _merged(future: Future, metrics: ScanMetrics) -> list[pa.RecordBatch]:
@@ -190,10 +192,6 @@ def read_tasks_in_process(
             yield from read_slice(data_file, context, metrics)
         return
 
-    def read_whole(data_file: DataFileSlice) -> tuple[list[pa.RecordBatch], ScanMetrics]:
-        slice_metrics = ScanMetrics()
-        return list(read_slice(data_file, context, slice_metrics)), slice_metrics
-
     pending: deque[Future] = deque()
     with (
         _footers_read_ahead(slices, context),
@@ -201,7 +199,7 @@ def read_tasks_in_process(
     ):
         try:
             for data_file in slices:
-                pending.append(pool.submit(read_whole, data_file))
+                pending.append(pool.submit(_read_whole, data_file, context))
                 if len(pending) >= IN_PROCESS_SLICES_AHEAD:
                     yield from _merged(pending.popleft(), metrics)
             while pending:
