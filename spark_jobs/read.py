@@ -57,7 +57,6 @@ import argparse
 import logging
 import sys
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -452,8 +451,9 @@ def _job_session(app_name: str) -> Any:
 
 def _may_run_in_driver(args: argparse.Namespace) -> bool:
     """Whether the arguments alone leave the driver route open: Parquet to a local path, a limit above 0."""
-    output = str(args.output)
-    local = output.startswith("file:") or "://" not in output
+    from spark_jobs.spark.output_location import local_path  # standard library only: Spark's start waits on this
+
+    local = local_path(str(args.output)) is not None
     return args.driver_max_bytes > 0 and args.output_format == "parquet" and local
 
 
@@ -547,12 +547,13 @@ def _check_output_free(output: str, mode: str, storage_properties: dict[str, str
     An object-store output is looked at with the catalog's storage properties; when that fails (the cluster may
     reach it with other credentials), the writer's own check decides. Other remote outputs are checked by the writer.
     """
-    local = output.removeprefix("file://") if output.startswith("file://") else output
-    if "://" in local:
+    from spark_jobs.spark.output_location import local_path
+
+    path = local_path(output)
+    if path is None:
         if mode == "error":
             _check_object_store_output_free(output, storage_properties)
         return
-    path = Path(local).absolute()
     for ancestor in path.parents:
         if ancestor.is_file():
             raise UsageError(f"--output {output} is under {ancestor}, which is a regular file, not a directory")
@@ -583,7 +584,9 @@ def _write_output(frame: Any, output: str, *, output_format: str, mode: str, opt
     file_system = target.getFileSystem(spark._jsc.hadoopConfiguration())
     if mode == "error" and file_system.exists(target):
         raise UsageError(f"--output {output} already exists; pass --mode overwrite to replace it")
-    staging = _hadoop_path(spark, _staging_location(output))
+    from spark_jobs.spark.output_location import staging_location
+
+    staging = _hadoop_path(spark, staging_location(output))
     try:
         writer = frame.write.mode("errorifexists").format(output_format)
         for key, value in options.items():
@@ -602,14 +605,6 @@ def _write_output(frame: Any, output: str, *, output_format: str, mode: str, opt
     except BaseException:
         _delete_staging(file_system, staging)
         raise
-
-
-def _staging_location(output: str) -> str:
-    """A hidden sibling of ``output`` to write into first."""
-    trimmed = output.rstrip("/")
-    parent, _, name = trimmed.rpartition("/")
-    staging_name = f".{name}.staging-{uuid.uuid4().hex[:12]}"
-    return f"{parent}/{staging_name}" if parent or trimmed.startswith("/") else staging_name
 
 
 def _hadoop_path(spark: Any, location: str) -> Any:

@@ -9,4 +9,6 @@ imports pyspark. Each adapter runs the engine's work on Spark and keeps Spark's 
 - ``ingest``: the Spark work of the ingest modes (row checks, writes, key positions) around what ``engine.ingest``
   decides to commit.
 - ``compact``: a bin-pack rewrite plan run on the executors, ``replace`` commits on the driver in batches.
+- ``driver_read``: a read small enough for one Spark task run and written by the job's driver, without Spark.
+- ``output_location``: whether a read's output is local, and the staging location beside it (no pyspark).
 """

@@ -31,8 +31,12 @@ JOB_DESCRIPTION = "spark.job.description"
 
 def ansi_enabled(spark: SparkSession) -> bool:
     """Whether the session runs Spark SQL's ANSI mode (Spark 4's default: on; 3.5's: off)."""
-    default = "true" if int(spark.version.split(".")[0]) >= 4 else "false"
-    return str(spark.conf.get(ANSI_CONF, default)).lower() == "true"
+    return str(spark.conf.get(ANSI_CONF, ansi_default(spark.version))).lower() == "true"
+
+
+def ansi_default(spark_version: str) -> str:
+    """``spark.sql.ansi.enabled``'s default on that Spark version: ``true`` from Spark 4, ``false`` before."""
+    return "true" if int(spark_version.split(".", maxsplit=1)[0]) >= 4 else "false"
 
 
 def partials_on_spark(

@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ from spark_jobs.engine.planning.scan_tasks import ScanTask
 from spark_jobs.engine.read.session import ReadSession
 from spark_jobs.engine.read.task_scan import read_tasks_in_process
 from spark_jobs.engine.shared.errors import UserInputError
-from spark_jobs.spark.aggregate import ANSI_CONF
+from spark_jobs.spark.aggregate import ANSI_CONF, ansi_default
+from spark_jobs.spark.output_location import local_path, staging_location
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of
 
 log = logging.getLogger(__name__)
@@ -56,7 +58,7 @@ SPARK_PARQUET_CODEC_CONF = "spark.sql.parquet.compression.codec"
 DEFAULT_SPARK_PARQUET_CODEC = "snappy"
 
 
-def planned_bytes(tasks: list[ScanTask]) -> int:
+def planned_bytes(tasks: Iterable[ScanTask]) -> int:
     """Bytes the planned read opens: each data file slice, and each delete file or deletion vector once."""
     total = 0
     delete_files: dict[tuple[str, int], int] = {}
@@ -105,17 +107,6 @@ def why_not_in_driver(session: ReadSession, output: str, output_format: str, max
     return None
 
 
-def local_path(output: str) -> Path | None:
-    """``output`` as a local path (a plain path or a ``file:`` URI), or None for any other scheme."""
-    if output.startswith("file://"):
-        return Path(output.removeprefix("file://")).absolute()
-    if output.startswith("file:"):
-        return Path(output.removeprefix("file:")).absolute()
-    if "://" in output:
-        return None
-    return Path(output).absolute()
-
-
 def submitted_parquet_codec() -> str:
     """``spark.sql.parquet.compression.codec`` as spark-submit set it (Spark's default when unset)."""
     return submitted_setting(SPARK_PARQUET_CODEC_CONF, DEFAULT_SPARK_PARQUET_CODEC)
@@ -125,8 +116,7 @@ def submitted_ansi_mode() -> bool:
     """Spark SQL's ANSI mode as spark-submit set it (default: this Spark's, on from Spark 4), for driver folds."""
     import pyspark
 
-    default = "true" if int(pyspark.__version__.split(".")[0]) >= 4 else "false"
-    return submitted_setting(ANSI_CONF, default).lower() == "true"
+    return submitted_setting(ANSI_CONF, ansi_default(pyspark.__version__)).lower() == "true"
 
 
 def submitted_setting(key: str, default: str) -> str:
@@ -151,7 +141,7 @@ def write_in_driver(session: ReadSession, output: str, mode: str, codec: str) ->
     if target is None:
         raise ValueError(f"--output {output} is not a local path")
     compression, suffix = PARQUET_CODECS[codec.lower()]
-    staging = target.parent / f".{target.name}.staging-{uuid.uuid4().hex[:12]}"
+    staging = target.parent / Path(staging_location(str(target))).name
     schema = _nullable_schema(spark_arrow_schema_of(session.output_schema))
     try:
         staging.mkdir(parents=True)

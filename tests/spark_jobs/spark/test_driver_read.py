@@ -8,7 +8,6 @@ it was.
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pyarrow as pa
@@ -26,7 +25,6 @@ from spark_jobs.engine.planning.scan_tasks import (
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.spark import driver_read
 from spark_jobs.spark.driver_read import (
-    local_path,
     planned_bytes,
     spark_needed_before_planning,
     why_not_in_driver,
@@ -77,15 +75,6 @@ def _snapshot(summary: dict[str, str] | None) -> SimpleNamespace:
 )
 def test_spark_starts_before_planning_only_when_the_plan_cannot_fit(snapshot, row_filter, max_bytes, needed) -> None:
     assert spark_needed_before_planning(snapshot, row_filter, max_bytes) is needed
-
-
-def test_local_paths() -> None:
-    assert local_path("/tmp/x") == Path("/tmp/x")
-    assert local_path("file:///tmp/x") == Path("/tmp/x")
-    assert local_path("file:/tmp/x") == Path("/tmp/x")
-    assert local_path("relative/x") == Path("relative/x").absolute()
-    assert local_path("s3://bucket/x") is None
-    assert local_path("hdfs://nn/x") is None
 
 
 @pytest.fixture(scope="module")
