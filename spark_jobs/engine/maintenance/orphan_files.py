@@ -8,7 +8,9 @@ As Iceberg Java's ``DeleteOrphanFiles`` action, and as safe by default:
 2. Settle the table's pending commit records (``commit.pending_commits``); the files of a commit still undecided
    are held, never taken (skipped in a dry run, where nothing is settled and every record's files are held).
 3. List every file under the table location recursively with its modification time, leaving out hidden paths:
-   a file or directory whose name starts with ``_`` or ``.``, unless it is a partition directory (``_x=...``).
+   a file or directory whose name starts with ``_`` or ``.``, unless it is the directory of a partition field whose
+   own name starts so (``_x=...`` for a field ``_x`` of any of the table's specs; Java's
+   ``PartitionAwareHiddenPathFilter``). A ``_x=1`` directory of no such field stays hidden, as in Java.
 4. Keep the files last modified before ``older_than`` (default: now minus 3 days).
 5. Reachable files, from metadata reloaded after the listing: every snapshot's manifest list, manifests and
    their data and delete files (DELETED entries included, to be cautious), the current and previous metadata
@@ -160,17 +162,26 @@ def list_table_files(table: Table) -> list[ListedFile]:
     file_system, root = table_file_system(table, location)
     prefix = location[: len(location) - len(root.rstrip("/"))] if location.endswith(root.rstrip("/")) else ""
     selector = FileSelector(root, recursive=True, allow_not_found=True)
+    partition_dirs = _hidden_partition_prefixes(table.metadata)
     listed: list[ListedFile] = []
     for info in file_system.get_file_info(selector):
         if info.type != FileType.File:
             continue
         relative = info.path[len(root.rstrip("/")) :].lstrip("/")
-        if any(_is_hidden(part) for part in relative.split("/")):
+        if any(_is_hidden(part, partition_dirs) for part in relative.split("/")):
             continue
         listed.append(ListedFile(prefix + info.path, (info.mtime_ns or 0) // 1_000_000, info.size or 0))
     return listed
 
 
-def _is_hidden(name: str) -> bool:
-    """Java's hidden-path rule: a name starting with ``_`` or ``.``, except partition directories (``_x=1``)."""
-    return name.startswith((".", "_")) and "=" not in name
+def _hidden_partition_prefixes(metadata: TableMetadata) -> tuple[str, ...]:
+    """``name=`` of every partition field (any spec) whose name starts with ``_`` or ``.``: its directories count."""
+    names = {
+        field.name for spec in metadata.partition_specs for field in spec.fields if field.name.startswith(("_", "."))
+    }
+    return tuple(sorted(f"{name}=" for name in names))
+
+
+def _is_hidden(name: str, partition_dirs: tuple[str, ...]) -> bool:
+    """Java's hidden-path rule: a name starting with ``_`` or ``.``, unless it starts with a ``partition_dirs``."""
+    return name.startswith((".", "_")) and not name.startswith(partition_dirs)

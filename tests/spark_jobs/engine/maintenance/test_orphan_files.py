@@ -135,3 +135,27 @@ def test_files_of_an_undecided_commit_are_held_until_the_next_commit_decides_it(
     after = remove_orphan_files(table)
     assert after.held_by_pending_commits == [] and not written.exists()
     assert not Path(record.removeprefix("file://")).exists()
+
+
+def test_underscore_directories_are_listed_only_for_partition_fields_named_so(sql_catalog):
+    # Java's PartitionAwareHiddenPathFilter: ``_x=...`` is a partition directory (listed) only when a spec of the
+    # table has a field named ``_x``; any other name starting with ``_`` or ``.`` is hidden, ``=`` or not.
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    sql_catalog.create_namespace("maint")
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "_p", StringType()))
+    spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="_p"))
+    table = sql_catalog.create_table("maint.hidden", schema=schema, partition_spec=spec)
+    data = Path(table.metadata.location.removeprefix("file://")) / "data"
+    listed = [
+        _plant(data / "_p=a" / "stray.parquet", age_days=10),
+        _plant(data / "_p=_b" / "q=x%2Fy" / "stray.parquet", age_days=10),
+        _plant(data / "p=c" / "stray.parquet", age_days=10),
+    ]
+    for hidden in ("_q=1/stray.parquet", "_pp=1/stray.parquet", "_p=a/.stray.parquet.crc", "_p=a/_SUCCESS", ".x=1/f"):
+        _plant(data / hidden, age_days=10)
+    result = remove_orphan_files(table, dry_run=True)
+    assert sorted(Path(o.location.removeprefix("file://")) for o in result.orphans) == sorted(listed)
