@@ -1,10 +1,16 @@
-"""Delete files through the table's FileIO, in parallel, counting what was removed and what could not be."""
+"""Delete files through the table's FileIO, in parallel, counting what was removed and what could not be.
+
+On a local file system a file Iceberg Java wrote has a hidden Hadoop checksum sibling (``.NAME.crc``). Java's
+Hadoop file system deletes it with the file; here it is deleted after the file is, since orphan removal never lists
+hidden files and would leave it behind for good. It is not counted: the counts are the table's files, as Java's.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import urlparse
 
 from pyiceberg.io import FileIO
 from pyiceberg.utils.concurrent import ExecutorFactory
@@ -43,4 +49,25 @@ def _delete(io: FileIO, location: str) -> Exception | None:
         io.delete(location)
     except Exception as error:  # reported per file by the caller
         return error
+    _delete_checksum_sibling(io, location)
     return None
+
+
+def checksum_sibling(location: str) -> str | None:
+    """The Hadoop checksum file (``DIR/.NAME.crc``) of a local ``location``; None for an object store."""
+    if urlparse(location).scheme not in ("", "file"):
+        return None
+    directory, _, name = location.rpartition("/")
+    return f"{directory}/.{name}.crc" if name else None
+
+
+def _delete_checksum_sibling(io: FileIO, location: str) -> None:
+    """Delete the checksum sibling of a deleted local file when there is one; a failure is only logged."""
+    sibling = checksum_sibling(location)
+    if sibling is None:
+        return
+    try:
+        if io.new_input(sibling).exists():
+            io.delete(sibling)
+    except Exception as error:  # the table's file is gone already; a checksum left behind is harmless
+        log.warning("could not delete checksum file %s: %s", sibling, error)

@@ -33,3 +33,24 @@ def test_each_file_is_reported_and_one_failure_stops_nothing(tmp_path: Path) -> 
     assert outcome.already_gone == [gone]
     assert outcome.failed == {paths[1]: f"PermissionError: access denied: {paths[1]}"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
+
+
+def test_the_hadoop_checksum_of_a_removed_local_file_goes_with_it(tmp_path: Path) -> None:
+    # Iceberg Java's local writes leave ``.NAME.crc`` beside each file; orphan removal never lists hidden files, so
+    # a checksum the file's removal left behind would stay for good (Java's file system deletes it with the file).
+    for name in ("a.parquet", "b.parquet", "kept.parquet"):
+        (tmp_path / name).write_text(name)
+        (tmp_path / f".{name}.crc").write_text("crc")
+    (tmp_path / "c.parquet").write_text("no checksum")
+    refused = f"file://{tmp_path / 'b.parquet'}"
+    outcome = remove_files(
+        RefusingFileIO(refused=refused),
+        [f"file://{tmp_path / 'a.parquet'}", refused, str(tmp_path / "c.parquet")],
+    )
+    assert outcome.removed == [str(tmp_path / "c.parquet"), f"file://{tmp_path / 'a.parquet'}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".b.parquet.crc",
+        ".kept.parquet.crc",
+        "b.parquet",
+        "kept.parquet",
+    ]
