@@ -14,9 +14,11 @@ Which snapshots stay (Java's ``internalApply``):
    ``retain_last`` ``history.expire.min-snapshots-to-keep`` (1).
 
 The commit is pyiceberg's ``RemoveSnapshotRefUpdate`` for each dropped ref and ``RemoveSnapshotsUpdate`` (it
-removes the snapshots, their log entries and statistics entries, and deletes no file) with requirements that every
-ref still points where it pointed when the snapshots were chosen. pyiceberg removes only the expired snapshots'
-entries from the snapshot log, where Java drops every entry before them as well; the same commit records the
+removes the snapshots, their log entries and statistics entries, and deletes no file), plus a
+``RemovePartitionStatisticsUpdate`` per partition statistics file of an expired snapshot (pyiceberg's
+``RemoveSnapshotsUpdate`` leaves those entries, and so their files, behind; Java removes both), with requirements
+that every ref still points where it pointed when the snapshots were chosen. pyiceberg removes only the expired
+snapshots' entries from the snapshot log, where Java drops every entry before them as well; the same commit records the
 time of the last removed entry (``table.snapshots.EXPIRED_LOG_PROPERTY``) so that reads as of a time up to it fail
 as Java's do instead of resolving to an older entry. pyiceberg's own ``ExpireSnapshots`` builder
 asserts nothing, so a branch that moved meanwhile would not be noticed; here a lost race reloads the table and
@@ -47,6 +49,7 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.update import (
     AssertRefSnapshotId,
     AssertTableUUID,
+    RemovePartitionStatisticsUpdate,
     RemoveSnapshotRefUpdate,
     RemoveSnapshotsUpdate,
     SetPropertiesUpdate,
@@ -252,6 +255,11 @@ def _commit_expiration(
         updates: list[TableUpdate] = [RemoveSnapshotRefUpdate(ref_name=name) for name in choice.ref_names]
         if choice.snapshot_ids:
             updates.append(RemoveSnapshotsUpdate(snapshot_ids=choice.snapshot_ids))
+            expired_ids = set(choice.snapshot_ids)
+            updates += [
+                RemovePartitionStatisticsUpdate(snapshot_id=snapshot_id)
+                for snapshot_id in sorted({s.snapshot_id for s in before.partition_statistics} & expired_ids)
+            ]
             updates += _expired_log_update(before, choice.snapshot_ids)
         try:
             response = table.catalog.commit_table(table, requirements, tuple(updates))

@@ -185,3 +185,30 @@ def test_gc_disabled_refuses_to_expire_or_remove_orphans(sql_catalog):
         remove_orphan_files(table, older_than_ms=_future_ms(), allow_short_retention=True)
     assert len(sql_catalog.load_table("maint.events").snapshots()) == 7
     assert sorted(p for p in history.directory.rglob("*") if p.is_file()) == files_before
+
+
+def test_partition_statistics_of_expired_snapshots_leave_the_metadata_and_their_files_go(sql_catalog):
+    # pyiceberg's RemoveSnapshotsUpdate drops statistics entries of removed snapshots but not partition statistics
+    # entries; Java's expire_snapshots removes both the entry and its file.
+    from pyiceberg.table.statistics import PartitionStatisticsFile
+    from pyiceberg.table.update import SetPartitionStatisticsUpdate
+
+    history = build_table_history(sql_catalog)
+    ids = history.snapshot_ids
+    files = {}
+    for snapshot_id in (ids[0], ids[-1]):
+        path = history.directory / "metadata" / f"partition-stats-{snapshot_id}.parquet"
+        path.write_bytes(b"partition statistics")
+        files[snapshot_id] = path
+        stats = PartitionStatisticsFile(
+            snapshot_id=snapshot_id, statistics_path=f"file://{path}", file_size_in_bytes=path.stat().st_size
+        )
+        sql_catalog.commit_table(history.table, (), (SetPartitionStatisticsUpdate(partition_statistics=stats),))
+        history.table.refresh()
+    planned = expire_snapshots(history.table, older_than_ms=_future_ms(), retain_last=2, dry_run=True)
+    assert planned.files.statistics_files == {f"file://{files[ids[0]]}"}
+    result = expire_snapshots(history.table, older_than_ms=_future_ms(), retain_last=2)
+    assert result.as_dict()["deleted_statistics_files"] == 1
+    reloaded = sql_catalog.load_table("maint.events")
+    assert [s.snapshot_id for s in reloaded.metadata.partition_statistics] == [ids[-1]]
+    assert not files[ids[0]].exists() and files[ids[-1]].exists()
