@@ -13,8 +13,8 @@ of the jobs through their ``main(argv)`` entry points, every source and every re
    to Parquet or CSV on S3 (read back and compared); ``--count`` and ``--aggregate``.
 
 Every operation is applied to a ``TableModel`` too. After each operation the engine's reader returns the model's
-rows, and every file the table's metadata references (metadata files, manifest lists, manifests, data and delete
-files of every snapshot) exists on S3. A failure names the seed and the operations so far.
+rows, and every file the table's metadata references (metadata files, manifest lists, manifests, live data and
+delete files of every snapshot) exists on S3. A failure names the seed and the operations so far.
 
 CI runs ``CI_SEEDS``; ``AIP_S3_SEEDS=N`` runs seeds 0..N-1 instead (``A-B``: seeds A..B-1), and ``AIP_S3_OPS`` sets
 the length of a sequence.
@@ -242,9 +242,13 @@ class Sequence:
         """Folders (bucket/key) under the table location where strays go: the folders of its data files there,
         partition folders of awkward values, the data and metadata folders. (Orphan removal lists the table location
         only, as Iceberg Java's does: a v3 table's data folder elsewhere is not searched.)"""
+        from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
+
         table = self.load()
         location = table.location().removeprefix("s3://").rstrip("/")
-        files = [task.file.file_path.removeprefix("s3://") for task in table.scan().plan_files()]
+        snapshot = table.current_snapshot()
+        manifests = manifests_of([snapshot] if snapshot is not None else [], table.io)
+        files = [path.removeprefix("s3://") for path in live_content_files(manifests.values(), table.io)]
         folders = {path.rsplit("/", 1)[0] for path in files if path.startswith(location + "/")}
         folders |= {f"{location}/data", f"{location}/metadata", f"{location}/data/part=%23tag"}
         return sorted(folders)
@@ -392,7 +396,7 @@ class Sequence:
     def check(self) -> None:
         """The engine reads the model's rows; every file the metadata references exists on S3."""
         from spark_jobs.engine.maintenance.reachable_files import (
-            all_content_file_locations,
+            live_content_files,
             manifests_of,
             metadata_file_locations,
         )
@@ -411,7 +415,7 @@ class Sequence:
         locations = metadata_file_locations(table.metadata, table.metadata_location)
         locations = {location for location in locations if not location.endswith("/version-hint.text")}  # a hint
         locations |= {s.manifest_list for s in table.metadata.snapshots} | set(manifests)
-        locations |= all_content_file_locations(manifests.values(), table.io)
+        locations |= set(live_content_files(manifests.values(), table.io))  # live entries
         missing = sorted(location for location in locations if not self.exists(location.removeprefix("s3://")))
         assert not missing, f"files the metadata references are missing on S3: {missing}"
 
