@@ -12,6 +12,8 @@ the warehouse is SeaweedFS's S3. Every job runs with an ``--idempotency-key``. A
 4. a retry with the same idempotency key applies the change exactly once;
 5. no S3 key, REST credential or bearer token appears in the job's output, its log, its error, or the command line
    of any process it started.
+
+CI tries some of the faults (``CI_CASES``, a job killed after its commit landed); ``AIP_S3_FAULTS=all`` tries all.
 """
 
 from __future__ import annotations
@@ -167,6 +169,12 @@ CASES = {
 }
 
 
+# CI tries the three endings that differ (landed and decided, landed and undecided, not landed and undecided) and
+# kills one job; ``AIP_S3_FAULTS=all`` tries every case.
+ALL_FAULTS = os.environ.get("AIP_S3_FAULTS") == "all"
+CI_CASES = ("reply_lost_504", "reply_lost_and_reloads_failing", "refused_500_and_reloads_failing")
+
+
 def test_commit_faults_through_rest_on_s3(
     spark, seaweedfs: SeaweedFS, faulty_rest: tuple[RestFaultProxy, dict[str, str]], caplog, capsys
 ) -> None:
@@ -176,6 +184,8 @@ def test_commit_faults_through_rest_on_s3(
     table.create()
     caplog.set_level(logging.INFO)
     for number, (case, (planned, lands, settles)) in enumerate(CASES.items(), start=1):
+        if not ALL_FAULTS and case not in CI_CASES:
+            continue
         batch = rows([*range(number, 30, 5), 100 + number], number)
         key = f"run-{case}"
         before = table.objects()
@@ -184,7 +194,7 @@ def test_commit_faults_through_rest_on_s3(
         error: BaseException | None = None
         try:
             result = ingest_job.main(table.argv(batch, "upsert", key, "--key", "id"))
-        except Exception as raised:  # noqa: BLE001 - the outcome of the fault is what is checked
+        except Exception as raised:  # the outcome of the fault is what is checked
             error = raised
         seen, tokens = list(plan.log), set(plan.tokens)
         proxy.arm()  # no fault from here on: the checks and the retry reach the catalog
@@ -220,7 +230,7 @@ print(ingest.main(sys.argv[1:]), flush=True)
 """
 
 
-@pytest.mark.parametrize("forwarded", [True, False], ids=["commit_landed", "commit_not_sent"])
+@pytest.mark.parametrize("forwarded", [True, False] if ALL_FAULTS else [True], ids=["commit_landed", "commit_not_sent"])
 def test_a_job_killed_while_its_commit_is_in_flight(
     spark, seaweedfs: SeaweedFS, faulty_rest: tuple[RestFaultProxy, dict[str, str]], forwarded: bool
 ) -> None:
