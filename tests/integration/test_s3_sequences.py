@@ -26,6 +26,7 @@ through Iceberg's own REST catalog fixture too (its warehouse on the same S3).
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import random
@@ -57,7 +58,24 @@ SEEDS = seeds_from_environment("AIP_S3_SEEDS", CI_SEEDS, range_separator="-")
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("n", pa.int64()), ("v", pa.string())])
 # Partition values a path or a URI treats specially; None is the null partition.
 PARTS = ["a/b", "two words", "50%", "k=v", "1+1", "#tag", "why?", "x&y", "ñandú", "日本", "it's", None, "plain"]
-SPECS = ("", "part")
+
+
+def _bucket(count: int, of: str) -> Callable[[Any], Any]:
+    """Iceberg's bucket transform of a string or a long column."""
+    from pyiceberg.transforms import BucketTransform
+    from pyiceberg.types import LongType, StringType
+
+    return BucketTransform(count).transform(StringType() if of == "part" else LongType())
+
+
+# Partition specs by weight of interest, and each one's partition of a row (for the model's dynamic overwrite).
+SPECS: dict[str, Callable[[Row], Any] | None] = {
+    "": None,
+    "part": lambda row: row["part"],
+    "truncate(2,part)": lambda row: None if row["part"] is None else row["part"][:2],  # code points, not bytes
+    "bucket(3,part)": lambda row: _bucket(3, "part")(row["part"]),
+    "part,bucket(2,id)": lambda row: (row["part"], _bucket(2, "id")(row["id"])),
+}
 # A delete written by our jobs on v3 is a deletion vector in a Puffin file; a table bucket of SeaweedFS takes no
 # .puffin object, so v3 tables write their data files into an ordinary bucket (as a user of such a catalog does).
 V3_DATA_BUCKET = "warehouse"
@@ -130,17 +148,24 @@ class Sequence:
         ids = sorted(row["id"] for row in self.model.rows)
         return self.rng.sample(ids, min(count, len(ids)))
 
-    def source(self, batch: list[Row]) -> str:
-        """The batch as a Parquet (or CSV) file on S3; the ingest arguments that read it."""
+    def source(self, batch: list[Row]) -> list[str]:
+        """The batch as a Parquet, CSV or JSON file on S3; the ingest arguments that read it."""
         number = next(_batches)
         data = pa.Table.from_pylist(batch, schema=SCHEMA)
-        root = f"landing/s3seq/seed{self.seed}"
-        with self.filesystem.open_output_stream(f"{root}/batch-{number}.parquet") as stream:
-            pq.write_table(data, stream)
-        return f"s3://{root}/batch-{number}.parquet"
+        source_format = self.rng.choices(["parquet", "csv", "json"], weights=[3, 1, 1])[0]
+        path = f"landing/s3seq/seed{self.seed}/batch-{number}.{source_format}"
+        with self.filesystem.open_output_stream(path) as stream:
+            if source_format == "parquet":
+                pq.write_table(data, stream)
+            elif source_format == "csv":
+                pacsv.write_csv(data, stream)
+            else:
+                lines = [json.dumps(row, ensure_ascii=self.rng.random() < 0.5) for row in batch]
+                stream.write(("\n".join(lines) + "\n").encode())
+        return ["--source", f"s3://{path}", "--source-format", source_format]
 
     def ingest(self, batch: list[Row], mode: str, *args: str) -> dict[str, Any]:
-        result = ingest_job.main([*self.base, "--source", self.source(batch), "--mode", mode, *args])
+        result = ingest_job.main([*self.base, *self.source(batch), "--mode", mode, *args])
         assert result["status"] == "ok", result
         return result
 
@@ -186,7 +211,8 @@ class Sequence:
         self.model.overwrite_where(matches, batch)
 
     def overwrite_dynamic(self) -> None:
-        if not self.spec:
+        partition_of = SPECS[self.spec]
+        if partition_of is None:
             return self.overwrite_filter()
         ids = self.fresh(self.rng.randrange(2, 12))
         batch = [make_row(i) for i in ids if self.rng.random() < 0.7]
@@ -194,7 +220,7 @@ class Sequence:
             return None
         self.log.append(f"overwrite (dynamic) ids {[row['id'] for row in batch]}")
         self.ingest(batch, "overwrite")
-        self.model.overwrite_partitions(lambda row: row["part"], batch)
+        self.model.overwrite_partitions(partition_of, batch)
         return None
 
     def row_level(self, mode: str) -> None:
@@ -453,7 +479,7 @@ def test_s3_sequences(request, catalog_kind: str, seed: int, caplog, capsys) -> 
     catalog = request.getfixturevalue(CATALOG_FIXTURES[catalog_kind])
     caplog.set_level(logging.INFO)
     rng = random.Random(seed)
-    format_version, spec = rng.choice([2, 3]), rng.choice(SPECS)
+    format_version, spec = rng.choice([2, 3]), rng.choice(list(SPECS))
     namespace = "s3seq"
     load_catalog(catalog).create_namespace_if_not_exists(namespace)
     sequence = Sequence(seed, catalog, seaweedfs, format_version, spec, f"{namespace}.seed{seed}", rng)
