@@ -247,6 +247,10 @@ class Sequence:
             args += ["--rewrite-all"]
         if self.rng.random() < 0.4:
             args += ["--where", part_filter(self.rng.choice(PARTS))[0]]
+        if self.rng.random() < 0.3:
+            args += ["--partial-progress", "--max-commits", self.rng.choice(["1", "3"])]
+        if self.rng.random() < 0.3:
+            args += ["--target-file-size-bytes", "1500"]  # several output files per group
         self.log.append(f"compact {' '.join(args[4:])}")
         assert compact_job.main(args)["status"] == "ok"
 
@@ -261,10 +265,14 @@ class Sequence:
 
     def expire(self) -> None:
         keep = self.rng.randrange(1, 4)
-        self.log.append(f"maintain expire-snapshots --retain-last {keep}")
+        dry = self.rng.random() < 0.2
+        self.log.append(f"maintain expire-snapshots --retain-last {keep}{' --dry-run' if dry else ''}")
         older_than = str(int(time.time() * 1000) + 1)
         args = ["expire-snapshots", *self.base, "--older-than", older_than, "--retain-last", str(keep)]
-        assert maintain_job.main(args)["status"] == "ok"
+        before = self.load().metadata_location
+        assert maintain_job.main(args + (["--dry-run"] if dry else []))["status"] == "ok"
+        if dry:
+            assert self.load().metadata_location == before, "a dry run of expire-snapshots committed"
         live = {snapshot.snapshot_id for snapshot in self.load().snapshots()}
         self.model.history = {key: rows for key, rows in self.model.history.items() if key in live}
 
@@ -303,6 +311,13 @@ class Sequence:
         with self.filesystem.open_output_stream(young) as stream:
             stream.write(b"a file of a write in progress")
         dry = self.rng.random() < 0.3
+        if self.rng.random() < 0.15:  # the default cutoff (3 days ago): every stray is younger, none is listed
+            self.log.append("maintain remove-orphan-files (default cutoff)")
+            result = maintain_job.main(["remove-orphan-files", *self.base])
+            assert result["status"] == "ok" and result["orphan_file_locations"] == [], result
+            assert all(self.exists(path) for path in (*self.strays, young)), "a young stray was removed"
+            self.strays.add(young)
+            return
         args = ["remove-orphan-files", *self.base, "--older-than", str(cutoff), "--allow-short-retention"]
         self.log.append(f"maintain remove-orphan-files{' --dry-run' if dry else ''}: strays {sorted(self.strays)}")
         result = maintain_job.main(args + (["--dry-run"] if dry else []))
