@@ -230,7 +230,11 @@ print(ingest.main(sys.argv[1:]), flush=True)
 """
 
 
-@pytest.mark.parametrize("forwarded", [True, False] if ALL_FAULTS else [True], ids=["commit_landed", "commit_not_sent"])
+@pytest.mark.parametrize(
+    "forwarded",
+    [True, False] if ALL_FAULTS else [True],
+    ids=lambda forwarded: "commit_landed" if forwarded else "commit_not_sent",
+)
 def test_a_job_killed_while_its_commit_is_in_flight(
     spark, seaweedfs: SeaweedFS, faulty_rest: tuple[RestFaultProxy, dict[str, str]], forwarded: bool
 ) -> None:

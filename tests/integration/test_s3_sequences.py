@@ -52,7 +52,7 @@ from tests.support.table_model import Row, TableModel, arrow_checksum
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
 
 CI_SEEDS = [0]  # v3 partitioned by the awkward strings
-OPERATIONS = int(os.environ.get("AIP_S3_OPS", "12"))
+OPERATIONS = int(os.environ.get("AIP_S3_OPS", "8"))
 SEEDS = seeds_from_environment("AIP_S3_SEEDS", CI_SEEDS, range_separator="-")
 
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("n", pa.int64()), ("v", pa.string())])
