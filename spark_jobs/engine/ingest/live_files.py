@@ -5,10 +5,13 @@ attached; nothing else describes one. By mode:
 
 1. Upsert / delete: ``files_that_may_hold_keys`` plans a read of the key columns under the range of the batch's
    keys (``key_range_filter``), so files whose metrics rule the keys out are never listed, let alone read; each
-   file's position deletes and deletion vector stay attached in position mode (rows deleted already are not
-   matched again). ``partitions_of`` numbers their partitions, which the delete files are written to, and
-   ``key_scan_context`` reads their key columns with each row's position (the ``_pos`` metadata column) and, for
-   an upsert on v3 with position deletes, its ``_row_id``: the row written in its place keeps it.
+   file's deletes (position, deletion vector, equality) stay attached in position mode: rows deleted already are
+   not matched again (an older copy of a key, deleted by an equality delete, neither gets a position deleted again
+   nor lends its ``_row_id`` to the row an upsert writes). Equality mode reads no deletes: a dead copy's key only
+   adds an equality delete that deletes nothing. ``partitions_of`` numbers their partitions, which the delete
+   files are written to, and ``key_scan_context`` reads their key columns with each row's position (the ``_pos``
+   metadata column) and, for an upsert on v3 with position deletes, its ``_row_id``: the row written in its place
+   keeps it.
 2. Overwrite by filter: ``rows_to_keep`` plans one read under the filter: its files are the ones to remove, and
    the same tasks read where the filter is not true (``unmatched_rows``: NULL and NaN kept) are the rows to write
    back, on v3 with their lineage (``_row_id``, ``_last_updated_sequence_number``) for the new files to keep.
@@ -68,9 +71,9 @@ def files_that_may_hold_keys(
         for data_file in task.slices:
             if data_file.path in files:
                 continue  # a large file split in several slices is one file
-            whole = dataclasses.replace(data_file, start=0, length=data_file.file_size_in_bytes, equality_deletes=())
+            whole = dataclasses.replace(data_file, start=0, length=data_file.file_size_in_bytes)
             if not with_position_deletes:
-                whole = dataclasses.replace(whole, position_deletes=(), deletion_vector=None)
+                whole = dataclasses.replace(whole, position_deletes=(), deletion_vector=None, equality_deletes=())
             files[data_file.path] = whole
     return list(files.values())
 

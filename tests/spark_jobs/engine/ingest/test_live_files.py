@@ -28,7 +28,12 @@ from spark_jobs.engine.ingest.live_files import (
 from spark_jobs.engine.read.task_scan import read_slice, read_tasks_to_table
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.file_entries import to_data_file
-from spark_jobs.engine.write.write_context import WriteContext, write_data, write_position_delete_rows
+from spark_jobs.engine.write.write_context import (
+    WriteContext,
+    write_data,
+    write_equality_delete_rows,
+    write_position_delete_rows,
+)
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "part", StringType(), required=False))
 SPEC = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="part"))
@@ -101,6 +106,28 @@ def test_key_columns_are_read_with_each_live_rows_position(table: Table) -> None
         for row in batch.to_pylist()
     ]
     assert rows == [{"id": i, "_pos": i} for i in range(10) if i != 3]
+
+
+def test_rows_an_equality_delete_removed_are_not_matched_again_in_position_mode(table: Table) -> None:
+    """A key upserted before with equality deletes has a dead copy in its old file: position mode must not read it
+    (it would get a position deleted again and lend its ``_row_id`` to the row an upsert writes)."""
+    keys = pa.table({"id": pa.array([12, 14], pa.int64())})
+    deletes = write_equality_delete_rows(
+        keys, WriteContext.for_table(table), key_names=["id"], spec_id=0, partition_values=("b",), task_tag="eq"
+    )
+    commit_change(table, SnapshotChange(Operation.DELETE, added_delete_files=[to_data_file(f) for f in deletes]))
+    table.refresh()
+    files = files_that_may_hold_keys(table, ["id"], key_range_filter(["id"], [(10, 15)]), with_position_deletes=True)
+    (second,) = files
+    assert len(second.equality_deletes) == 1
+    rows = [
+        row
+        for batch in read_slice(second, key_scan_context(table, ["id"], files), ScanMetrics())
+        for row in batch.to_pylist()
+    ]
+    assert rows == [{"id": i, "_pos": i - 10} for i in range(10, 20) if i not in (12, 14)]
+    bare = files_that_may_hold_keys(table, ["id"], key_range_filter(["id"], [(10, 15)]), with_position_deletes=False)
+    assert all(not f.equality_deletes for f in bare)
 
 
 def test_an_overwrite_filter_removes_the_files_it_may_match_and_keeps_their_other_rows(table: Table) -> None:
