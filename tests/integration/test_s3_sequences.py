@@ -148,11 +148,12 @@ class Sequence:
         ids = sorted(row["id"] for row in self.model.rows)
         return self.rng.sample(ids, min(count, len(ids)))
 
-    def source(self, batch: list[Row]) -> list[str]:
-        """The batch as a Parquet, CSV or JSON file on S3; the ingest arguments that read it."""
+    def source(self, batch: list[Row], *, creates: bool = False) -> list[str]:
+        """The batch as a Parquet, CSV or JSON file on S3 (Parquet when it creates the table: a text source's types
+        are inferred); the ingest arguments that read it."""
         number = next(_batches)
         data = pa.Table.from_pylist(batch, schema=SCHEMA)
-        source_format = self.rng.choices(["parquet", "csv", "json"], weights=[3, 1, 1])[0]
+        source_format = "parquet" if creates else self.rng.choices(["parquet", "csv", "json"], weights=[3, 1, 1])[0]
         path = f"landing/s3seq/seed{self.seed}/batch-{number}.{source_format}"
         with self.filesystem.open_output_stream(path) as stream:
             if source_format == "parquet":
@@ -165,7 +166,8 @@ class Sequence:
         return ["--source", f"s3://{path}", "--source-format", source_format]
 
     def ingest(self, batch: list[Row], mode: str, *args: str) -> dict[str, Any]:
-        result = ingest_job.main([*self.base, *self.source(batch), "--mode", mode, *args])
+        source = self.source(batch, creates="--create-if-missing" in args)
+        result = ingest_job.main([*self.base, *source, "--mode", mode, *args])
         assert result["status"] == "ok", result
         return result
 
@@ -202,6 +204,7 @@ class Sequence:
             high = low + self.rng.randrange(3, 30)
             text, matches = f"id >= {low} and id < {high}", lambda row: low <= row["id"] < high
             ids = list(range(low, high))
+            self.next_id = max(self.next_id, high)  # fresh ids stay fresh
         else:
             text, matches = part_filter(self.rng.choice(PARTS))
             ids = [row["id"] for row in self.model.rows if matches(row)]
