@@ -164,9 +164,12 @@ def sql_string(value: str | None) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def sql_values(row: Row, extra: list[str]) -> str:
-    """A row's values for a Spark SQL VALUES tuple, each cast to the column's type (``extra``: added columns)."""
-    n = "CAST(NULL AS BIGINT)" if row["n"] is None else f"CAST({row['n']} AS BIGINT)"
+def sql_values(row: Row, extra: list[str], n_name: str = "n") -> str:
+    """A row's values for a Spark SQL VALUES tuple, each cast to the column's type.
+
+    ``extra`` names the added columns, ``n_name`` is the current name of ``n``.
+    """
+    n = "CAST(NULL AS BIGINT)" if row[n_name] is None else f"CAST({row[n_name]} AS BIGINT)"
     d = "CAST(NULL AS DATE)" if row["d"] is None else f"DATE '{row['d'].isoformat()}'"
     ts = "CAST(NULL AS TIMESTAMP)" if row["ts"] is None else f"TIMESTAMP '{row['ts']:%Y-%m-%d %H:%M:%S}'"
     amount = "NULL" if row["amount"] is None else str(row["amount"])
@@ -194,10 +197,12 @@ class Scenario:
     last_lineage: dict[int, tuple[int, int]] | None = None  # Java's lineage read after the last operation (v3)
     updated: set[int] = field(default_factory=set)  # rows the last operation updated in place: they keep their id
     extra: list[str] = field(default_factory=list)  # columns Java added, in order (strings, ``extra_<k>``)
+    n_name: str = "n"  # column ``n``'s name (Java renames it)
     spec_evolved: bool = False  # Java changed the partition spec: files of several specs
     schema_changed_at: int = 0  # snapshots remembered before this many were read under another schema
     equality_deletes: bool = False  # whether an operation wrote equality deletes (see duckdb_fails_on_null_partitions)
     refs: dict[str, tuple[int, TableModel]] = field(default_factory=dict)  # tag or branch -> snapshot id, its rows
+    snapshot_schemas: dict[int, pa.Schema] = field(default_factory=dict)  # the schema each snapshot was made under
 
     @classmethod
     def draw(cls, seed: int, tmp_path: Path, java: IcebergJava) -> Scenario:
@@ -208,8 +213,14 @@ class Scenario:
         return cls(seed, format_version, spec, table, TableModel(SCHEMA), tmp_path, java, rng)
 
     def row(self, i: int, version: int = 0) -> Row:
-        """``make_row`` with a value for every column added since (``extra_k`` of row ``i``: ``"k:i:version"``)."""
-        return {**make_row(i, version), **{c: f"{c[6:]}:{i}:{version}" for c in self.extra}}
+        """``make_row`` under the current schema: ``n`` by its current name, a value for every column added since
+        (``extra_k`` of row ``i``: ``"k:i:version"``)."""
+        row = make_row(i, version)
+        row[self.n_name] = row.pop("n")  # renamed by Java (same position in the schema)
+        return {**row, **{c: f"{c[6:]}:{i}:{version}" for c in self.extra}}
+
+    def sql_values(self, row: Row) -> str:
+        return sql_values(row, self.extra, self.n_name)
 
     def columns(self) -> list[str]:
         return list(self.model.schema.names)
@@ -311,7 +322,8 @@ class Scenario:
     def ours_compact(self) -> None:
         args = ["--catalog", CATALOG, "--table", self.table, "--min-input-files", "2"]
         if self.rng.random() < 0.5:
-            orders = ["id desc", "s, id", "n nulls first", "zorder(id,n)", "zorder(ts,n,s)"]  # Java z-orders no decimal
+            n = self.n_name  # Java z-orders no decimal
+            orders = ["id desc", "s, id", f"{n} nulls first", f"zorder(id,{n})", f"zorder(ts,{n},s)"]
             args += ["--strategy", "sort", "--sort-order", self.rng.choice(orders)]
         if self.rng.random() < 0.6:
             args += ["--rewrite-all"]
@@ -343,7 +355,7 @@ class Scenario:
         ids = self.fresh(self.rng.randrange(1, 12))
         batch = [self.row(i, 100) for i in ids]
         self.log.append(f"java INSERT ids {ids}")
-        self.java_sql(f"INSERT INTO {{t}} VALUES {', '.join(f'({sql_values(r, self.extra)})' for r in batch)}")
+        self.java_sql(f"INSERT INTO {{t}} VALUES {', '.join(f'({self.sql_values(r)})' for r in batch)}")
         self.model.append(batch)
 
     def java_delete(self) -> None:
@@ -360,11 +372,13 @@ class Scenario:
 
     def java_update(self) -> None:
         low, high = self.id_range()
-        self.log.append(f"java UPDATE n = n + 1000, s = concat(s, '~') WHERE id >= {low} AND id < {high}")
-        self.java_sql(f"UPDATE {{t}} SET n = n + 1000, s = concat(s, '~') WHERE id >= {low} AND id < {high}")
+        n = self.n_name
+        update = f"{n} = {n} + 1000, s = concat(s, '~') WHERE id >= {low} AND id < {high}"
+        self.log.append(f"java UPDATE {update}")
+        self.java_sql(f"UPDATE {{t}} SET {update}")
         self.updated = {row["id"] for row in self.model.rows if low <= row["id"] < high}
         self.model.rows = [
-            {**row, "n": None if row["n"] is None else row["n"] + 1000, "s": row["s"] + "~"}
+            {**row, n: None if row[n] is None else row[n] + 1000, "s": row["s"] + "~"}
             if low <= row["id"] < high
             else row
             for row in self.model.rows
@@ -377,7 +391,7 @@ class Scenario:
         deleted = {i for i in matched if self.rng.random() < 0.3}
         batch = [self.row(i, self.version) for i in ids]
         self.log.append(f"java MERGE ids {sorted(ids)} v{self.version}, deleting {sorted(deleted)}")
-        values = ", ".join(f"({sql_values(r, self.extra)}, {str(r['id'] in deleted).upper()})" for r in batch)
+        values = ", ".join(f"({self.sql_values(r)}, {str(r['id'] in deleted).upper()})" for r in batch)
         columns = ", ".join(self.columns())
         inserted = ", ".join(f"src.{c}" for c in self.columns())
         assignments = ", ".join(f"t.{c} = src.{c}" for c in self.columns() if c != "id")
@@ -392,9 +406,20 @@ class Scenario:
         self.updated = set(matched) - deleted
 
     def java_evolve_schema(self) -> None:
-        """Java adds a string column, or widens ``amount`` to DECIMAL(12,2) (once); older rows read null in it."""
+        """Java renames ``n``, adds a string column (older rows read null in it), or widens ``amount`` to
+        DECIMAL(12,2) (once)."""
         schema = self.model.schema
-        if schema.field("amount").type == pa.decimal128(10, 2) and self.rng.random() < 0.4:
+        draw = self.rng.random()
+        if draw < 0.3:
+            renamed = f"n_{len(self.log)}"
+            self.log.append(f"java RENAME COLUMN {self.n_name} TO {renamed}")
+            self.java_sql(f"ALTER TABLE {{t}} RENAME COLUMN {self.n_name} TO {renamed}")
+            old = self.n_name
+            self.evolve(lambda model: model.rename_column(old, renamed))
+            self.n_name = renamed
+            self.schema_changed_at = len(self.model.history)
+            return
+        if schema.field("amount").type == pa.decimal128(10, 2) and draw < 0.6:
             self.log.append("java ALTER COLUMN amount TYPE DECIMAL(12,2)")
             self.java_sql("ALTER TABLE {t} ALTER COLUMN amount TYPE DECIMAL(12,2)")
             schema = schema.set(schema.get_field_index("amount"), pa.field("amount", pa.decimal128(12, 2)))
@@ -404,7 +429,7 @@ class Scenario:
             self.java_sql(f"ALTER TABLE {{t}} ADD COLUMN {name} STRING")
             self.extra.append(name)
             schema = schema.append(pa.field(name, pa.string()))
-        self.model.add_columns(schema)
+        self.evolve(lambda model: model.add_columns(schema))
         self.schema_changed_at = len(self.model.history)  # snapshots from the next one on are under it
 
     def java_evolve_partition(self) -> None:
@@ -431,22 +456,33 @@ class Scenario:
         name = f"{kind.lower()}_{len(self.refs) + 1}"
         self.log.append(f"java CREATE {kind} {name} at snapshot {snapshot.snapshot_id}")
         self.java_sql(f"ALTER TABLE {{t}} CREATE {kind} {name}")
-        rows = list(self.model.rows)
-        self.refs[name] = (snapshot.snapshot_id, TableModel(self.model.schema, rows, {snapshot.snapshot_id: rows}))
+        # A tag reads under its snapshot's schema, a branch under the table's (``at_snapshot``; ``evolve`` keeps it).
+        self.refs[name] = (snapshot.snapshot_id, TableModel(self.model.schema, list(self.model.rows)))
 
     def check_refs(self, readers: Readers) -> None:
         """Every tag and branch: our reader reads it by name, every reader its snapshot, as the model had it."""
         from spark_jobs.engine.read.session import open_read_session
         from spark_jobs.engine.table.catalog import load_catalog
 
-        for name, (snapshot_id, model) in self.refs.items():
+        for name, (snapshot_id, branch) in self.refs.items():
             self.log.append(f"check {name} (snapshot {snapshot_id})")
+            model = self.at_snapshot(snapshot_id) if name.startswith("tag") else branch
             session = open_read_session(load_catalog(CATALOG), self.table, ref=name)
             got = arrow_checksum(session.to_arrow(), model.schema.names)
-            expected = model.checksum(snapshot_id)
+            expected = model.checksum()
             assert got == expected, f"our reader at {name}: {got['rows']} rows (model {expected['rows']}), {got}"
             skip = frozenset({"duckdb"}) if self.duckdb_fails_on_null_partitions(snapshot_id) else frozenset()
-            readers.check(self.table, model, snapshot_id=snapshot_id, skip=skip)
+            readers.check(self.table, self.at_snapshot(snapshot_id), snapshot_id=snapshot_id, skip=skip)
+
+    def at_snapshot(self, snapshot_id: int) -> TableModel:
+        """The model of a snapshot read by its id (or a tag): its rows under the schema it was made with."""
+        rows = self.model.history[snapshot_id]
+        return TableModel(self.snapshot_schemas[snapshot_id], rows, {snapshot_id: rows})
+
+    def evolve(self, change: Callable[[TableModel], None]) -> None:
+        """A schema change applied to the model and to every branch's model (a branch reads the table's schema)."""
+        for model in [self.model, *(m for name, (_, m) in self.refs.items() if name.startswith("branch"))]:
+            change(model)
 
     def step(self) -> None:
         """One operation drawn by weight, then the model remembers the snapshot it made."""
@@ -530,9 +566,11 @@ class Scenario:
         return equality and any(f.content == DataFileContent.DATA and None in f.partition for f in files)
 
     def remember(self) -> None:
+        """The current snapshot's rows and schema, as they were when it was made (a schema change makes none)."""
         snapshot = self.load().current_snapshot()
-        if snapshot is not None:
+        if snapshot is not None and snapshot.snapshot_id not in self.model.history:
             self.model.remember(snapshot.snapshot_id)
+            self.snapshot_schemas[snapshot.snapshot_id] = self.model.schema
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: f"seed{seed}")

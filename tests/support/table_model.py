@@ -4,7 +4,8 @@ The model holds rows as Python dicts (tables in these tests are small) and appli
 definition, independently of the engine: append adds the batch; overwrite by filter removes the rows the filter
 matches, then adds the batch; dynamic overwrite removes the rows of every partition the batch touches, then adds it;
 upsert removes the rows whose key is in the batch, then adds the batch; delete removes the rows whose key is in the
-batch; compaction and snapshot expiry change nothing. Added columns read as null in older rows (nested too).
+batch; compaction and snapshot expiry change nothing. Added columns read as null in older rows (nested too); a
+renamed column keeps its values.
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ class TableModel:
         """The table's schema widened to ``schema``; what older rows lack reads as null."""
         self.schema = schema
         self.rows = self._conformed(self.rows)
+
+    def rename_column(self, old: str, new: str) -> None:
+        """A top-level column renamed: same values, new name (in the schema and in every current row)."""
+        index = self.schema.get_field_index(old)
+        self.schema = self.schema.set(index, self.schema.field(index).with_name(new))
+        self.rows = [{(new if name == old else name): value for name, value in row.items()} for row in self.rows]
 
     def remember(self, snapshot_id: int) -> None:
         """Record the current rows as the table's content at ``snapshot_id`` (for time travel checks)."""
