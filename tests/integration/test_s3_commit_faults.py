@@ -36,6 +36,7 @@ from pyarrow import fs
 from spark_jobs import ingest as ingest_job
 from tests.support import object_store
 from tests.support.object_store import SeaweedFS
+from tests.support.referenced_files import files_that_must_exist
 from tests.support.rest_fault_proxy import LOAD, Fault, RestFaultProxy
 from tests.support.services import spark_process_env
 from tests.support.table_model import Row, TableModel
@@ -116,19 +117,7 @@ class FaultTable:
         return {info.path for info in self.filesystem.get_file_info(selector) if info.type == fs.FileType.File}
 
     def referenced(self) -> set[str]:
-        from spark_jobs.engine.maintenance.reachable_files import (
-            live_content_files,
-            manifests_of,
-            metadata_file_locations,
-        )
-
-        table = self.load()
-        manifests = manifests_of(table.metadata.snapshots, table.io)
-        locations = metadata_file_locations(table.metadata, table.metadata_location)
-        locations = {location for location in locations if not location.endswith("/version-hint.text")}
-        locations |= {s.manifest_list for s in table.metadata.snapshots} | set(manifests)
-        locations |= set(live_content_files(manifests.values(), table.io))  # live entries
-        return {location.removeprefix("s3://") for location in locations}
+        return {location.removeprefix("s3://") for location in files_that_must_exist(self.load())}
 
     def check(self, before: set[str], reported: str) -> None:
         """The checks 1-3 of the module doc."""

@@ -46,7 +46,8 @@ from spark_jobs import ingest as ingest_job
 from spark_jobs import maintain as maintain_job
 from spark_jobs import read as read_job
 from tests.support.object_store import SeaweedFS
-from tests.support.seeds import seeds_from_environment
+from tests.support.referenced_files import files_that_must_exist
+from tests.support.seeds import draw_weighted, seeds_from_environment
 from tests.support.table_model import Row, TableModel, arrow_checksum
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
@@ -437,17 +438,12 @@ class Sequence:
             (self.remove_orphans, 1),
             (self.read, 3),
         ]
-        operation = self.rng.choices([o for o, _ in operations], weights=[w for _, w in operations])[0]
+        operation = draw_weighted(self.rng, operations)
         operation()
         self.check()
 
     def check(self) -> None:
         """The engine reads the model's rows; every file the metadata references exists on S3."""
-        from spark_jobs.engine.maintenance.reachable_files import (
-            live_content_files,
-            manifests_of,
-            metadata_file_locations,
-        )
         from spark_jobs.engine.read.session import open_read_session
 
         table = self.load()
@@ -459,11 +455,7 @@ class Sequence:
         snapshot = table.current_snapshot()
         if snapshot is not None:
             self.model.remember(snapshot.snapshot_id)
-        manifests = manifests_of(table.metadata.snapshots, table.io)
-        locations = metadata_file_locations(table.metadata, table.metadata_location)
-        locations = {location for location in locations if not location.endswith("/version-hint.text")}  # a hint
-        locations |= {s.manifest_list for s in table.metadata.snapshots} | set(manifests)
-        locations |= set(live_content_files(manifests.values(), table.io))  # live entries
+        locations = files_that_must_exist(table)
         missing = sorted(location for location in locations if not self.exists(location.removeprefix("s3://")))
         assert not missing, f"files the metadata references are missing on S3: {missing}"
 

@@ -48,7 +48,7 @@ from spark_jobs import maintain as maintain_job
 from tests.support.iceberg_java import IcebergJava
 from tests.support.interop_readers import Readers
 from tests.support.live_deletes import live_deletion_vectors, read_row_lineage
-from tests.support.seeds import seeds_from_environment
+from tests.support.seeds import draw_weighted, seeds_from_environment
 from tests.support.table_model import Row, TableModel, arrow_checksum
 
 pytestmark = pytest.mark.spark
@@ -504,7 +504,7 @@ class Scenario:
             (self.java_evolve_partition, 1),
             (self.java_create_ref, 1),
         ]
-        operation = self.rng.choices([o for o, _ in operations], weights=[w for _, w in operations])[0]
+        operation = draw_weighted(self.rng, operations)
         before = (self.last_lineage or self.lineage()) if self.format_version >= 3 else None
         rows_before = {row["id"]: row for row in self.model.rows}
         self.updated = set()

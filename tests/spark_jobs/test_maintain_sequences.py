@@ -64,7 +64,6 @@ from spark_jobs.engine.maintenance.reachable_files import normalize_location, re
 from spark_jobs.engine.planning.scan_planner import whole_file_slice
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import SnapshotNotFoundError
-from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.engine.write.deletion_vector_files import (
     DeletionVectorTarget,
     merged_positions,
@@ -77,6 +76,7 @@ from spark_jobs.engine.write.write_context import (
     write_equality_delete_rows,
     write_position_delete_rows,
 )
+from tests.support.referenced_files import files_that_must_exist
 from tests.support.rewrite_tables import SCHEMA, SPEC, rewrite_locally, shuffle_rewrite_locally
 from tests.support.seeds import seeds_from_environment
 
@@ -570,7 +570,7 @@ def check_table(seq: Sequence) -> None:
         if name != MAIN_BRANCH:
             assert _read(seq, ref=name) == seq.rows[ref.snapshot_id], f"ref {name} does not read its rows"
     check_time_travel(seq)
-    missing = [location for location in _referenced_files(seq.table) if not _local(location).exists()]
+    missing = [location for location in files_that_must_exist(seq.table) if not _local(location).exists()]
     assert not missing, f"files the metadata references are gone: {missing}"
 
 
@@ -603,17 +603,6 @@ def _unreferenced_files(seq: Sequence) -> set[Path]:
         and path not in seq.strays
         and normalize_location(f"file://{path}") not in reachable
     }
-
-
-def _referenced_files(table: Table) -> set[str]:
-    metadata = table.metadata
-    files = {table.metadata_location, *(entry.metadata_file for entry in metadata.metadata_log)}
-    for snapshot in metadata.snapshots:
-        files.add(snapshot.manifest_list)
-        for manifest in snapshot.manifests(table.io):
-            files.add(manifest.manifest_path)
-            files |= {entry.data_file.file_path for entry in read_live_entries(manifest, table.io)}
-    return files
 
 
 # ---- the generator ----
