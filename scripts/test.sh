@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# README command 2: set everything up, then lint (ruff), type-check (mypy) and run the whole test suite (pytest:
+# README command 2: set everything up, then lint and format-check (ruff), type-check (mypy) and run the whole test suite (pytest:
 # real Spark, PostgreSQL and Airflow).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,6 +18,9 @@ cd "$ROOT"
 # second virtualenv, built once per machine under ~/.cache/airflow-iceberg-provider.
 python -m tests.support.java_env build >/dev/null
 ruff check .
+# The formatter's check: a file ruff would reformat fails the run (`ruff format .` fixes it; .pre-commit-config.yaml
+# runs both ruff hooks and mypy before each commit).
+ruff format --check .
 mypy
 # The object store and Spark write the tests' data under the temp dir; a nearly full disk shows up later as failed
 # uploads, so the free space is printed first.
