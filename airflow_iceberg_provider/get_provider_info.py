@@ -40,6 +40,14 @@ EXTRA_LINKS: list[str] = [
     "airflow_iceberg_provider.links.CompactionReportLink",
 ]
 
+# The provider's Airflow plugin (airflow_iceberg_provider/plugins/): its FastAPI app serves compaction reports.
+PLUGINS: list[dict[str, str]] = [
+    {
+        "name": "iceberg_provider",
+        "plugin-class": "airflow_iceberg_provider.plugins.iceberg_plugin.IcebergProviderPlugin",
+    }
+]
+
 
 def get_provider_info() -> dict[str, Any]:
     """Return the provider description: package, hooks, operators, sensors, triggers, connection types."""
@@ -68,5 +76,6 @@ def get_provider_info() -> dict[str, Any]:
             info[key] = [{"integration-name": integration, "python-modules": list(modules)}]
     info["asset-uris"] = [{"schemes": list(ASSET_URI_SCHEMES), "handler": ASSET_URI_HANDLER}]
     info["extra-links"] = list(EXTRA_LINKS)
+    info["plugins"] = [dict(plugin) for plugin in PLUGINS]
     # The `iceberg` connection type belongs to apache-airflow-providers-apache-iceberg; this provider reuses it.
     return info

@@ -7,7 +7,8 @@ and its button stays empty. Where each comes from:
   ``started at <url>`` line when Spark logs at INFO;
 - Spark driver log: YARN's ``tracking URL: <url>`` line that spark-submit prints in cluster deploy mode (in client
   mode the driver's log is the task's log);
-- compaction report: the report the compaction operator writes (``file://`` for a local path).
+- compaction report: the report the compaction operator writes, served by the provider's plugin in the Airflow API
+  server (``/iceberg/reports/...``, on the UI's own origin) when it is under the report root, else its http(s) URL.
 """
 
 from __future__ import annotations
@@ -70,8 +71,3 @@ def spark_link_in(line: str) -> tuple[type[_StoredLink], str] | None:
     if found := _YARN_TRACKING_URL.search(line):
         return SparkDriverLogLink, found.group(1)
     return None
-
-
-def browsable(location: str) -> str:
-    """A location as a URL a browser can be pointed at (a local path becomes ``file://``)."""
-    return location if "://" in location else "file://" + location

@@ -15,6 +15,7 @@ NAMESPACE_ENV = "ICEBERG_PROVIDER_NAMESPACE"
 SPARK_CONN_ID_ENV = "ICEBERG_PROVIDER_SPARK_CONN_ID"
 ICEBERG_CONN_ID_ENV = "ICEBERG_PROVIDER_ICEBERG_CONN_ID"
 OUTPUT_ROOT_ENV = "ICEBERG_PROVIDER_OUTPUT_ROOT"
+REPORT_ROOT_ENV = "ICEBERG_PROVIDER_REPORT_ROOT"
 
 # name -> (default, what it is)
 ENVIRONMENT_VARIABLES: dict[str, tuple[str, str]] = {
@@ -23,6 +24,11 @@ ENVIRONMENT_VARIABLES: dict[str, tuple[str, str]] = {
     SPARK_CONN_ID_ENV: ("spark_default", "Airflow connection id of the Spark master"),
     ICEBERG_CONN_ID_ENV: ("iceberg_default", "Airflow connection id of the Iceberg catalog"),
     OUTPUT_ROOT_ENV: ("/tmp/iceberg-provider-output", "where example DAGs export read results"),
+    REPORT_ROOT_ENV: (
+        "",
+        "where compaction reports are written and the Airflow UI reads them (a path or URI; default "
+        "<ICEBERG_PROVIDER_OUTPUT_ROOT>/reports)",
+    ),
 }
 
 
@@ -35,6 +41,7 @@ class ProviderSettings:
     spark_conn_id: str
     iceberg_conn_id: str
     output_root: str
+    report_root: str
 
     @classmethod
     def from_environment(cls) -> ProviderSettings:
@@ -49,4 +56,5 @@ class ProviderSettings:
             spark_conn_id=value(SPARK_CONN_ID_ENV),
             iceberg_conn_id=value(ICEBERG_CONN_ID_ENV),
             output_root=value(OUTPUT_ROOT_ENV),
+            report_root=value(REPORT_ROOT_ENV) or value(OUTPUT_ROOT_ENV).rstrip("/") + "/reports",
         )

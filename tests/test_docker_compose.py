@@ -90,9 +90,10 @@ def test_the_object_store_runs_weed_mini_quietly_with_the_catalog_buckets() -> N
     warehouse = urlparse(env("airflow-scheduler")[CATALOG + "WAREHOUSE"])
     assert warehouse.scheme == "s3"
     assert warehouse.netloc in flag(words, "-tableBucket").split(",")
-    landing = urlparse(env("airflow-scheduler")["ICEBERG_DEMO_LANDING_ROOT"])
-    assert landing.scheme == "s3"
-    assert landing.netloc in flag(words, "-bucket").split(",")
+    for root in ("ICEBERG_DEMO_LANDING_ROOT", "ICEBERG_PROVIDER_REPORT_ROOT"):
+        location = urlparse(env("airflow-scheduler")[root])
+        assert location.scheme == "s3", root
+        assert location.netloc in flag(words, "-bucket").split(","), root
     assert mounts("object-store") == {"object-store-data": flag(words, "-dir")}
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_iceberg_provider.compaction_report import html_report, size_histogram, text_report
 from airflow_iceberg_provider.compaction_stats import CompactionThresholds, FileStats, file_stats
 from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion
-from airflow_iceberg_provider.links import CompactionReportLink, SparkDriverLogLink, SparkUiLink, browsable
+from airflow_iceberg_provider.links import CompactionReportLink, SparkDriverLogLink, SparkUiLink
 from airflow_iceberg_provider.operators._arguments import (
     COMPACT_STRATEGIES,
     REWRITE_JOB_ORDERS,
@@ -21,6 +21,8 @@ from airflow_iceberg_provider.operators.spark_job import (
     is_enabled,
     optional_text,
 )
+from airflow_iceberg_provider.plugins.urls import plugin_url
+from airflow_iceberg_provider.report_store import relative_report_path, task_report_path, write_report
 from airflow_iceberg_provider.settings import ProviderSettings
 
 if TYPE_CHECKING:
@@ -64,7 +66,9 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
     rules (``IcebergCompactionNeededSensor``'s defaults) call for compaction; after it, a report of data files,
     small files, fragments, delete files, rows and bytes before and after, with a histogram of data file sizes
     before and after. The report goes to the task log as text and, as an HTML page with the histograms as images,
-    to ``report_location`` (the "Compaction report" link on the task; XCom ``compaction_report``).
+    to ``report_location`` (XCom ``compaction_report``). A report under ``ICEBERG_PROVIDER_REPORT_ROOT`` (the
+    default) opens from the task's "Compaction report" link, served by the provider's plugin in the Airflow API
+    server; a report elsewhere is linked only when its location is an ``http(s)`` URL.
 
     :param where: Only compact files that may hold rows matching this filter (pyiceberg syntax). (templated)
     :param target_file_size_bytes: Output file size. (templated)
@@ -90,8 +94,8 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
     :param dry_run: Plan only: return the plan, commit nothing. (templated as ``plan_only``, e.g.
         ``"{{ params.dry_run }}"``)
     :param report_location: Where the HTML report is written (a local path or a URI the catalog's storage
-        properties reach); default ``<ICEBERG_PROVIDER_OUTPUT_ROOT>/reports/<dag>/<run>/<task>.html``; ``""``: no
-        HTML report. (templated)
+        properties reach); default ``<ICEBERG_PROVIDER_REPORT_ROOT>/<dag>/<run>/<task>.html``; ``""``: no HTML
+        report. (templated)
     """
 
     job = "compact"
@@ -220,10 +224,19 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         location = self._report_location(context)
         if location:
             page = html_report(self.table, before, after, result, explanation)
-            write_text(location, page, self.catalog_hook().storage_properties())
+            write_report(location, page, self.catalog_hook().storage_properties())
             summary["location"] = location
-            CompactionReportLink().store(context, browsable(location))
-            self.log.info("Compaction report: %s", browsable(location))
+            self.log.info("Compaction report written to %s", location)
+            url = report_url(location)
+            if url:
+                CompactionReportLink().store(context, url)
+                self.log.info("Compaction report in the Airflow UI: the task's 'Compaction report' link (%s)", url)
+            else:
+                self.log.info(
+                    "The Airflow UI links reports under ICEBERG_PROVIDER_REPORT_ROOT (%s) or at http(s) URLs; "
+                    "this one is neither, so the task has no report link",
+                    ProviderSettings.from_environment().report_root,
+                )
         ti = context.get("ti") if context else None
         if ti is not None:
             ti.xcom_push(key="compaction_report", value=summary)
@@ -236,9 +249,9 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         run_id = context.get("run_id") if context else None
         if ti is None or run_id is None:
             return None
-        root = ProviderSettings.from_environment().output_root.rstrip("/")
-        safe_run = "".join(c if c.isalnum() or c in "-_." else "_" for c in str(run_id))
-        return f"{root}/reports/{ti.dag_id}/{safe_run}/{ti.task_id}.html"
+        root = ProviderSettings.from_environment().report_root.rstrip("/")
+        map_index = getattr(ti, "map_index", None)
+        return f"{root}/{task_report_path(ti.dag_id, str(run_id), ti.task_id, -1 if map_index is None else map_index)}"
 
     def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
         """The table at the starting snapshot -> the table at the ``replace`` snapshot (nothing for a dry run)."""
@@ -271,9 +284,9 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         return arguments
 
 
-def write_text(location: str, text: str, storage_properties: Mapping[str, str]) -> None:
-    """Write ``text`` to ``location`` (a local path or a URI) through the FileIO the storage properties configure."""
-    from pyiceberg.io import load_file_io
-
-    with load_file_io(dict(storage_properties), location).new_output(location).create(overwrite=True) as stream:
-        stream.write(text.encode("utf-8"))
+def report_url(location: str) -> str | None:
+    """The link to a report: the plugin's page for one under the report root, an http(s) location as it is."""
+    relative = relative_report_path(ProviderSettings.from_environment().report_root, location)
+    if relative is not None:
+        return plugin_url(f"reports/{relative}")
+    return location if location.startswith(("http://", "https://")) else None

@@ -11,7 +11,6 @@ from airflow_iceberg_provider.links import (
     CompactionReportLink,
     SparkDriverLogLink,
     SparkUiLink,
-    browsable,
     spark_link_in,
 )
 
@@ -53,12 +52,6 @@ def test_a_line_announcing_a_link_gives_its_class_and_url(line: str, expected) -
 )
 def test_other_lines_announce_nothing(line: str) -> None:
     assert spark_link_in(line) is None
-
-
-def test_a_local_report_path_becomes_a_file_url_and_a_url_stays_as_it_is() -> None:
-    assert browsable("/opt/reports/compact.html") == "file:///opt/reports/compact.html"
-    assert browsable("s3://reports/compact.html") == "s3://reports/compact.html"
-    assert browsable("https://reports.example/compact.html") == "https://reports.example/compact.html"
 
 
 def test_each_link_has_its_own_name_and_xcom_key() -> None:

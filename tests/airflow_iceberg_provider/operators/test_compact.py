@@ -67,17 +67,19 @@ def test_plan_only_through_spark_submit(testing_catalog, events_table) -> None:
 @pytest.mark.airflow
 @pytest.mark.usefixtures("spark_connection", "airflow_db")
 def test_compaction_commits_a_replace_with_the_same_rows_and_reports_before_and_after(
-    testing_catalog, events_table, tmp_path
+    testing_catalog, events_table, tmp_path, monkeypatch
 ) -> None:
-    """The report test: the HTML page and the XCom hold the right counts and size histograms, the link points at it."""
+    """The report test: the HTML page and the XCom hold the right counts and size histograms, the link points at it
+    (the plugin's page for a report under the report root)."""
     from airflow.sdk import DAG
 
     from airflow_iceberg_provider.links import CompactionReportLink
+    from airflow_iceberg_provider.report_store import safe_name
     from tests.support.airflow_env import run_dag, task_state, xcom_value
 
     before = testing_catalog.load_table(events_table)
     sizes_before = sorted(before.inspect.files().column("file_size_in_bytes").to_pylist())
-    report = tmp_path / "reports" / "compact.html"
+    monkeypatch.setenv("ICEBERG_PROVIDER_REPORT_ROOT", str(tmp_path / "reports"))
     with DAG("test_compaction_report", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
         IcebergCompactOperator(
             task_id="compact",
@@ -85,7 +87,6 @@ def test_compaction_commits_a_replace_with_the_same_rows_and_reports_before_and_
             table=events_table,
             min_input_files=2,
             target_file_size_bytes=1024 * 1024,
-            report_location=str(report),
             conf={"spark.ui.enabled": "false"},
         )
     dag_run = run_dag(dag)
@@ -97,6 +98,8 @@ def test_compaction_commits_a_replace_with_the_same_rows_and_reports_before_and_
     assert sorted(after.scan().to_arrow().column("id").to_pylist()) == list(range(15))
 
     summary = xcom_value(dag_run, "compact", "compaction_report")
+    relative = f"test_compaction_report/{safe_name(dag_run.run_id)}/compact.html"
+    report = tmp_path / "reports" / relative
     assert summary["location"] == str(report)
     assert (summary["before"]["data_files"], summary["after"]["data_files"]) == (2, 1)
     assert (summary["before"]["data_rows"], summary["after"]["data_rows"]) == (15, 15)
@@ -112,7 +115,7 @@ def test_compaction_commits_a_replace_with_the_same_rows_and_reports_before_and_
     assert page.count("<svg") == 2
     assert "Data file sizes before (2 files)" in page and "Data file sizes after (1 files)" in page
     assert re.search(r"<th>data files</th><td>2</td><td>1</td>", page)
-    assert xcom_value(dag_run, "compact", CompactionReportLink().xcom_key) == f"file://{report}"
+    assert xcom_value(dag_run, "compact", CompactionReportLink().xcom_key) == f"/iceberg/reports/{relative}"
 
 
 def test_sort_and_zorder_options_and_a_templated_dry_run() -> None:
