@@ -1,20 +1,26 @@
-"""Iceberg Java beside our engine: Spark 3.5 with the official Iceberg runtime, in a virtualenv of its own.
+"""Iceberg Java beside our engine: official Iceberg runtimes on their Spark, each in a virtualenv of its own.
 
-Our package runs on the project's Spark (``pyproject.toml``); Iceberg Java 1.10 runs on Spark 3.5, so it gets a
-second virtualenv. Built once per machine under ``$AIP_CACHE_DIR`` (default ``~/.cache/airflow-iceberg-provider``),
-in a folder named after what it holds, so a version change builds a new one beside the old:
+Our package runs on the project's Spark (``pyproject.toml``); Iceberg Java runs on the Spark its runtime is built
+for, so each Java generation gets a virtualenv of its own (``JAVA_GENERATIONS``): Iceberg 1.10.2 on Spark 3.5.9
+(the default, ``1.10``) and Iceberg 1.12.0 on Spark 4.1.4 (``1.12``: format v3's new types, written by Spark 4.1;
+there is no 1.12 runtime for Spark 4.2). The Spark 4.1 venv also runs our own jobs' Spark 4.1 test pass. Each is
+built once per machine under ``$AIP_CACHE_DIR`` (default ``~/.cache/airflow-iceberg-provider``), in a folder named
+after what it holds, so a version change builds a new one beside the old:
 
 1. ``mvn`` (Debian's ``maven``, installed with apt-get when run as root and missing) copies the official
-   ``org.apache.iceberg:iceberg-spark-runtime-3.5_2.12`` and the SQLite and PostgreSQL JDBC drivers from Maven
-   Central into ``jars/`` (``dependency:copy``); Spark gets them through ``spark.jars``.
-2. ``python -m venv venv`` and pip install ``pyspark`` 3.5 with the Spark-side dependencies of ``pyproject.toml``
-   (Airflow and the project's own pyspark left out) and its test extra, so the venv also runs the project's
-   Spark-side tests with the repository on ``PYTHONPATH`` (``run``).
+   ``org.apache.iceberg:iceberg-spark-runtime-<spark>_<scala>`` and the SQLite and PostgreSQL JDBC drivers from
+   Maven Central into ``jars/`` (``dependency:copy``); Spark gets them through ``spark.jars``.
+2. ``python -m venv venv`` and pip install the generation's ``pyspark`` with the Spark-side dependencies of
+   ``pyproject.toml`` (Airflow and the project's own pyspark left out) and its test extra, so the venv also runs
+   the project's Spark-side tests with the repository on ``PYTHONPATH`` (``run``).
 3. ``env.json`` records the paths; written last, it marks a finished build (an unfinished one starts over).
    A file lock serializes concurrent builds.
 
-CLI (from the repository root): ``python -m tests.support.java_env build|info|run -- CMD...``. ``run`` executes
-``CMD`` with the venv first on ``PATH``, the repository on ``PYTHONPATH`` and Spark's Python set to the venv's.
+A third venv holds Spark 4.3 alone (``spark4.3``: no Iceberg runtime supports it yet) for our jobs' Spark 4.3 pass.
+
+CLI (from the repository root): ``python -m tests.support.java_env [--env 1.10|1.12|spark4.3] build|info|run --
+CMD...`` (``--env all build`` builds every one). ``run`` executes ``CMD`` with the venv first on ``PATH``, the
+repository on ``PYTHONPATH`` and Spark's Python set to the venv's.
 """
 
 from __future__ import annotations
@@ -30,22 +36,53 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-SPARK_VERSION = "3.5.9"
-ICEBERG_VERSION = "1.10.2"
-ICEBERG_RUNTIME = f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_VERSION}"
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0"
 POSTGRES_JDBC = "org.postgresql:postgresql:42.7.7"
-ARTIFACTS = (ICEBERG_RUNTIME, SQLITE_JDBC, POSTGRES_JDBC)
 # A dependency plugin recent enough to copy a single artifact without a project (Maven's default is 2.8).
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-# Packages the Java venv does not get from pyproject.toml (Airflow runs beside Spark, not in it; DuckDB reads from
+# Packages a Java venv does not get from pyproject.toml (Airflow runs beside Spark, not in it; DuckDB reads from
 # the project's venv).
 _LEFT_OUT = ("apache-airflow", "pyspark", "duckdb")
+
+
+@dataclass(frozen=True)
+class JavaGeneration:
+    """One Iceberg Java release on the Spark its runtime is built for (no release: a Spark-only venv)."""
+
+    name: str
+    spark_version: str
+    iceberg_version: str = ""
+    scala_version: str = "2.13"
+
+    @property
+    def runtime(self) -> str | None:
+        """The Maven coordinates of the official Iceberg Spark runtime (None for a Spark-only venv)."""
+        if not self.iceberg_version:
+            return None
+        spark_line = ".".join(self.spark_version.split(".")[:2])
+        return f"org.apache.iceberg:iceberg-spark-runtime-{spark_line}_{self.scala_version}:{self.iceberg_version}"
+
+    @property
+    def artifacts(self) -> tuple[str, ...]:
+        """Everything ``mvn`` copies into ``jars/`` (nothing for a Spark-only venv)."""
+        return (self.runtime, SQLITE_JDBC, POSTGRES_JDBC) if self.runtime else ()
+
+
+JAVA_GENERATIONS = {
+    "1.10": JavaGeneration("1.10", spark_version="3.5.9", iceberg_version="1.10.2", scala_version="2.12"),
+    "1.12": JavaGeneration("1.12", spark_version="4.1.4", iceberg_version="1.12.0"),
+    # Our jobs' Spark 4.3 pass: no Iceberg Java runtime supports Spark 4.3 yet.
+    "spark4.3": JavaGeneration("spark4.3", spark_version="4.3.0"),
+}
+DEFAULT_GENERATION = "1.10"
+# The default generation's versions (the Spark 3.5 pass and the interop suite's first Java reader).
+SPARK_VERSION = JAVA_GENERATIONS[DEFAULT_GENERATION].spark_version
+ICEBERG_VERSION = JAVA_GENERATIONS[DEFAULT_GENERATION].iceberg_version
 
 
 class JavaEnvError(RuntimeError):
@@ -64,8 +101,11 @@ class JavaEnv:
 
     @property
     def iceberg_runtime_jar(self) -> str:
-        """The Iceberg Spark runtime jar."""
-        return next(jar for jar in self.jars if "iceberg-spark-runtime" in jar)
+        """The Iceberg Spark runtime jar (a Spark-only venv has none)."""
+        found = [jar for jar in self.jars if "iceberg-spark-runtime" in jar]
+        if not found:
+            raise JavaEnvError(f"the environment {self.root} holds Spark {self.spark_version} without Iceberg Java")
+        return found[0]
 
     def process_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """Environment for a process of this venv: its bin first, the repository importable, its Python for Spark."""
@@ -87,23 +127,34 @@ def cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "airflow-iceberg-provider"
 
 
-def venv_requirements() -> list[str]:
-    """pyspark 3.5 plus pyproject's dependencies and test extra, without Airflow and the project's own pyspark."""
+def generation(name: str | None = None) -> JavaGeneration:
+    """The Java generation ``name`` (``1.10``, ``1.12``), or the default one."""
+    try:
+        return JAVA_GENERATIONS[name or DEFAULT_GENERATION]
+    except KeyError:
+        raise JavaEnvError(f"no Java generation {name!r}; known: {', '.join(JAVA_GENERATIONS)}") from None
+
+
+def venv_requirements(name: str | None = None) -> list[str]:
+    """The generation's pyspark plus pyproject's dependencies and test extra, without Airflow and our pyspark."""
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     wanted = [*project["dependencies"], *project["optional-dependencies"]["test"]]
     kept = [req for req in wanted if not req.lower().startswith(_LEFT_OUT)]
-    return [f"pyspark=={SPARK_VERSION}", *kept]
+    return [f"pyspark=={generation(name).spark_version}", *kept]
 
 
-def env_root() -> Path:
-    """This version's folder: named by Spark and Iceberg versions and a digest of everything installed."""
-    digest = hashlib.sha256(json.dumps([ARTIFACTS, venv_requirements(), sys.version_info[:2]]).encode()).hexdigest()
-    return cache_dir() / f"iceberg-java-spark{SPARK_VERSION}-iceberg{ICEBERG_VERSION}-{digest[:10]}"
+def env_root(name: str | None = None) -> Path:
+    """A generation's folder: named by Spark and Iceberg versions and a digest of everything installed."""
+    java = generation(name)
+    installed = [list(java.artifacts), venv_requirements(name), list(sys.version_info[:2])]
+    digest = hashlib.sha256(json.dumps(installed).encode()).hexdigest()
+    held = f"iceberg{java.iceberg_version}" if java.iceberg_version else "no-iceberg"
+    return cache_dir() / f"iceberg-java-spark{java.spark_version}-{held}-{digest[:10]}"
 
 
-def load() -> JavaEnv | None:
+def load(name: str | None = None) -> JavaEnv | None:
     """The built environment, or None when it has not been built (or a build did not finish)."""
-    stamp = env_root() / "env.json"
+    stamp = env_root(name) / "env.json"
     if not stamp.exists():
         return None
     env = JavaEnv(**json.loads(stamp.read_text()))
@@ -112,18 +163,20 @@ def load() -> JavaEnv | None:
     return env
 
 
-def ensure(log=None) -> JavaEnv:
-    """The environment, built first when missing (module doc); safe to call from concurrent processes."""
-    env = load()
+def ensure(name: str | None = None, log: Callable[[str], None] | None = None) -> JavaEnv:
+    """Generation ``name``'s environment (default 1.10), built first when missing (module doc); safe to call from
+    concurrent processes."""
+    env = load(name)
     if env is not None:
         return env
-    root = env_root()
+    root = env_root(name)
     root.parent.mkdir(parents=True, exist_ok=True)
     with _locked(root.parent / (root.name + ".lock")):
-        env = load()
+        env = load(name)
         if env is not None:
             return env
-        return _build(root, log or (lambda message: print(f"[java-env] {message}", file=sys.stderr, flush=True)))
+        say = log or (lambda message: print(f"[java-env] {message}", file=sys.stderr, flush=True))
+        return _build(generation(name), root, say)
 
 
 @contextlib.contextmanager
@@ -158,30 +211,30 @@ def _maven() -> str:
     return found
 
 
-def _build(root: Path, log) -> JavaEnv:
+def _build(java: JavaGeneration, root: Path, log: Callable[[str], None]) -> JavaEnv:
     started = time.monotonic()
     shutil.rmtree(root, ignore_errors=True)  # an unfinished build (no env.json) starts over
     jars_dir = root / "jars"
     jars_dir.mkdir(parents=True)
-    mvn = _maven()
-    for artifact in ARTIFACTS:
+    mvn = _maven() if java.artifacts else ""
+    for artifact in java.artifacts:
         log(f"fetching {artifact} with mvn")
         _run(
             f"mvn dependency:copy {artifact}",
             [mvn, "-B", "-q", f"{DEPENDENCY_PLUGIN}:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={jars_dir}"],
             cwd=root,
         )
-    log(f"creating the Spark {SPARK_VERSION} virtualenv (pip install; a few minutes the first time)")
+    log(f"creating the Spark {java.spark_version} virtualenv (pip install; a few minutes the first time)")
     _run("python -m venv", [sys.executable, "-m", "venv", str(root / "venv")])
     pip = [str(root / "venv" / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
-    _run("pip install", [*pip, "install", *venv_requirements()])
+    _run("pip install", [*pip, "install", *venv_requirements(java.name)])
     jars = sorted(str(root / "jars" / jar.name) for jar in jars_dir.iterdir() if jar.suffix == ".jar")
     env = JavaEnv(
         root=str(root),
         python=str(root / "venv" / "bin" / "python"),
         jars=jars,
-        spark_version=SPARK_VERSION,
-        iceberg_version=ICEBERG_VERSION,
+        spark_version=java.spark_version,
+        iceberg_version=java.iceberg_version,
     )
     (root / "env.json").write_text(json.dumps(asdict(env), indent=1))
     log(f"ready in {time.monotonic() - started:.0f}s: {root}")
@@ -189,22 +242,32 @@ def _build(root: Path, log) -> JavaEnv:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: build the environment, print it as JSON, or run a command in it."""
+    """CLI: build an environment (or all), print it as JSON, or run a command in it."""
     parser = argparse.ArgumentParser(prog="python -m tests.support.java_env", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--env",
+        default=DEFAULT_GENERATION,
+        choices=[*JAVA_GENERATIONS, "all"],
+        help="the environment: an Iceberg Java generation or spark4.3 (default %(default)s; 'all' with build only)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="build the environment unless it is there; print its folder")
     sub.add_parser("info", help="print the environment as JSON (building it first when missing)")
     run = sub.add_parser("run", help="run a command with the venv's python/pyspark and the repository importable")
     run.add_argument("argv", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.env == "all" and args.command != "build":
+        parser.error("--env all goes with build only")
+    names = list(JAVA_GENERATIONS) if args.env == "all" else [args.env]
     try:
-        env = ensure()
+        envs = [ensure(name) for name in names]
     except JavaEnvError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if args.command == "build":
-        print(env.root)
+        print("\n".join(env.root for env in envs))
         return 0
+    env = envs[0]
     if args.command == "info":
         print(json.dumps({**asdict(env), "process_env_pythonpath": str(REPO_ROOT)}, indent=1))
         return 0
