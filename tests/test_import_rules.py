@@ -4,7 +4,9 @@
 2. The engine's subpackages form layers (``ENGINE_LAYERS``, in the order data flows): a module imports only from
    its own layer or the ones before it; the engine's root holds subpackages only.
 3. pyspark is imported only by ``spark_jobs.spark``, the four entry points and ``job_support``; ``spark_jobs``
-   never imports airflow; ``airflow_iceberg_provider`` and the example DAGs never import ``spark_jobs``.
+   never imports airflow; ``airflow_iceberg_provider`` and the example DAGs never import ``spark_jobs``, but for
+   ``SHARED_WITH_AIRFLOW``: pyiceberg's model completed for format v3, which both sides need before they parse
+   metadata (pyiceberg alone, no Spark, no engine).
 4. No import cycle between the modules of ``spark_jobs``.
 
 Imports inside functions and under ``TYPE_CHECKING`` count like any other: a boundary holds for every line.
@@ -34,6 +36,7 @@ ENGINE_LAYERS = (
     "compaction",
     "maintenance",
 )
+SHARED_WITH_AIRFLOW = ("spark_jobs.engine.shared.iceberg_model",)
 PYSPARK_MODULES = (
     "spark_jobs.spark",
     "spark_jobs.ingest",
@@ -123,6 +126,7 @@ def boundary_violations(root: Path) -> list[str]:
         for side in ("airflow_iceberg_provider", "dags")
         for item in imports_of(root, side)
         if _within(item.target, "spark_jobs")
+        and not (side == "airflow_iceberg_provider" and item.target in SHARED_WITH_AIRFLOW)
     ]
     engine_root = root / ENGINE.replace(".", "/")
     problems += [

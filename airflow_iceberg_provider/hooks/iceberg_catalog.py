@@ -94,6 +94,10 @@ class IcebergCatalogHook(IcebergHook):
         from pyiceberg.catalog import load_catalog
         from pyiceberg.utils.config import Config
 
+        # Tables of format v3 with every type Java writes (variant, geometry(C) spelled as Java spells it) load.
+        from spark_jobs.engine.shared import iceberg_model
+
+        iceberg_model.register()
         if self.iceberg_conn_id is None and Config().get_catalog_config(self.catalog_name) is None:
             raise CatalogNotConfiguredError(
                 f"catalog {self.catalog_name!r} is not configured for pyiceberg on this machine: set "

@@ -4,7 +4,12 @@ The engine reads and writes Arrow with Iceberg's types; Spark checks the Arrow b
 against its own types. Every conversion between the two goes through here:
 
 1. ``spark_schema_of``: Spark's schema for engine Arrow (timestamptz -> timestamp, timestamp -> timestamp_ntz), with
-   Arrow's large types read as their plain ones first (Spark 3.5 knows no ``large_list``).
+   Arrow's large types read as their plain ones first (Spark 3.5 knows no ``large_list``). Format v3's types as
+   Spark's own where it has them: a variant is Spark 4's ``VariantType`` (a struct of ``metadata`` and ``value`` on
+   Spark 3.5); geometry and geography are Spark 4.1+'s ``GeometryType`` / ``GeographyType`` of the column's SRID
+   (OGC:CRS84 is 4326; ``EPSG:n`` and ``srid:n`` are n), else WKB binary (Spark 3.5, or a CRS or edge algorithm
+   Spark has no type for); nanosecond timestamps are Spark's microsecond timestamps (truncated, as Iceberg Java
+   reads them).
 2. ``spark_arrow_schema_of``: the exact Arrow schema Spark expects back for that Spark schema.
 3. ``conform_batch``: an engine batch cast to that schema (e.g. large_string -> string).
 4. ``spark_types_of``: column name -> the Spark type the engine reads an Iceberg column as.
@@ -17,7 +22,6 @@ import inspect
 from typing import Any
 
 import pyarrow as pa
-from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import (
@@ -36,6 +40,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from spark_jobs.engine.shared.arrow_types import WkbType, is_variant_arrow, schema_to_arrow
+
 # Spark 4 takes the zone of timestamps as an argument; Spark 3.5's takes none and always gives UTC. Both read a
 # zone-less Arrow timestamp as timestamp_ntz only when asked to (Spark 4 by default, Spark 3.5 not).
 _ZONE_ARGUMENT: dict[str, Any] = (
@@ -45,25 +51,68 @@ _ZONE_ARGUMENT: dict[str, Any] = (
 
 def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
     """Spark's schema for the engine's Arrow output (timestamptz -> timestamp, timestamp -> timestamp_ntz)."""
-    plain = pa.schema([pa.field(f.name, _without_large_types(f.type), f.nullable) for f in arrow_schema])
+    plain = pa.schema([pa.field(f.name, _as_spark_reads(f.type), f.nullable) for f in arrow_schema])
     return from_arrow_schema(plain, prefer_timestamp_ntz=True)
 
 
-def _without_large_types(arrow_type: pa.DataType) -> pa.DataType:
-    """``arrow_type`` with large strings, binaries and lists as their plain kinds, at any depth (same Spark type)."""
+def _as_spark_reads(arrow_type: pa.DataType) -> pa.DataType:
+    """``arrow_type`` as Spark's Arrow conversion knows it, at any depth: large strings, binaries and lists as their
+    plain kinds, WKB as Spark's geo struct or binary, nanosecond timestamps as microseconds (module doc, step 1)."""
+    if isinstance(arrow_type, WkbType):
+        return _spark_geo_struct(arrow_type) or pa.binary()
     if pa.types.is_large_string(arrow_type):
         return pa.string()
     if pa.types.is_large_binary(arrow_type):
         return pa.binary()
+    if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "ns":
+        return pa.timestamp("us", arrow_type.tz)
     if pa.types.is_large_list(arrow_type) or pa.types.is_list(arrow_type):
         element = arrow_type.value_field
-        return pa.list_(element.with_type(_without_large_types(element.type)))
+        return pa.list_(element.with_type(_as_spark_reads(element.type)))
     if pa.types.is_map(arrow_type):
         key, item = arrow_type.key_field, arrow_type.item_field
-        return pa.map_(key.with_type(_without_large_types(key.type)), item.with_type(_without_large_types(item.type)))
+        return pa.map_(key.with_type(_as_spark_reads(key.type)), item.with_type(_as_spark_reads(item.type)))
+    if is_variant_arrow(arrow_type):
+        return arrow_type
     if pa.types.is_struct(arrow_type):
-        return pa.struct([field.with_type(_without_large_types(field.type)) for field in arrow_type])
+        return pa.struct([field.with_type(_as_spark_reads(field.type)) for field in arrow_type])
     return arrow_type
+
+
+def _spark_geo_struct(wkb_type: WkbType) -> pa.DataType | None:
+    """Spark's Arrow form of its geometry or geography type for this column's CRS, or None when Spark has none."""
+    spark_type = spark_geo_type(wkb_type.crs, wkb_type.edges)
+    if spark_type is None:
+        return None
+    return to_arrow_schema(StructType().add("g", spark_type), **_ZONE_ARGUMENT).field("g").type
+
+
+def spark_geo_type(crs: str, edges: str | None) -> DataType | None:
+    """Spark's ``GeometryType`` (``edges`` None) or ``GeographyType`` of ``crs``; None before Spark 4.1, or for a
+    CRS or edge algorithm Spark has no type for."""
+    try:
+        from pyspark.sql.types import GeographyType, GeometryType
+    except ImportError:  # Spark 3.5
+        return None
+    srid = _srid_of(crs)
+    try:
+        if edges is None:
+            return GeometryType(srid) if srid is not None else None
+        if srid is None or edges != "spherical":
+            return None
+        return GeographyType(srid)
+    except Exception:  # Spark refuses the SRID (an unsupported reference system): WKB binary instead
+        return None
+
+
+def _srid_of(crs: str) -> int | None:
+    """The SRID of an Iceberg CRS: OGC:CRS84 is 4326, ``EPSG:n`` and ``srid:n`` are n; None for other forms."""
+    if crs.upper() == "OGC:CRS84":
+        return 4326
+    authority, _, code = crs.partition(":")
+    if authority.upper() in ("EPSG", "SRID") and code.isdigit():
+        return int(code)
+    return None
 
 
 def spark_arrow_schema_of(arrow_schema: pa.Schema) -> pa.Schema:
@@ -75,13 +124,42 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """The batch in the exact Arrow types Spark checks for (e.g. string where the engine produced large_string)."""
     if batch.schema.equals(schema, check_metadata=False) and not batch.schema.metadata:
         return batch
-    columns = [column.cast(field.type) for column, field in zip(batch.columns, schema, strict=True)]
+    columns = [_conform(column, field.type) for column, field in zip(batch.columns, schema, strict=True)]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _conform(column: pa.Array, target: pa.DataType) -> pa.Array:
+    """``column`` in Spark's Arrow type ``target``: casts, and the v3 types rebuilt where a cast cannot."""
+    source = column.type
+    if source == target:
+        return column
+    if isinstance(source, WkbType):
+        if pa.types.is_struct(target):  # Spark's geo struct: the SRID beside each WKB value
+            srid = int(target.field("wkb").metadata[b"srid"])
+            children = [pa.repeat(pa.scalar(srid, pa.int32()), len(column)), column.storage.cast(pa.binary())]
+            return pa.StructArray.from_arrays(children, fields=list(target), mask=_nulls(column))
+        return column.storage.cast(target)
+    if pa.types.is_timestamp(source) and source.unit == "ns":
+        return column.cast(target, safe=False)  # truncated to microseconds, as Iceberg Java reads them into Spark
+    if pa.types.is_struct(source) and pa.types.is_struct(target):
+        children = [_conform(column.field(field.name), field.type) for field in target]
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=_nulls(column))
+    if (pa.types.is_list(source) or pa.types.is_large_list(source)) and pa.types.is_list(target):
+        values = _conform(column.values, target.value_type)
+        return pa.ListArray.from_arrays(column.offsets.cast(pa.int32()), values, type=target, mask=_nulls(column))
+    if pa.types.is_map(source) and pa.types.is_map(target):
+        keys, items = _conform(column.keys, target.key_type), _conform(column.items, target.item_type)
+        return pa.MapArray.from_arrays(column.offsets, keys, items, type=target, mask=_nulls(column))
+    return column.cast(target)
+
+
+def _nulls(column: pa.Array) -> pa.Array | None:
+    return column.is_null() if column.null_count else None
 
 
 def spark_types_of(schema: Schema) -> dict[str, Any]:
     """Column name -> the Spark type the engine reads an Iceberg column as."""
-    return {f.name: f.dataType for f in spark_schema_of(schema_to_pyarrow(schema, include_field_ids=False))}
+    return {f.name: f.dataType for f in spark_schema_of(schema_to_arrow(schema, include_field_ids=False))}
 
 
 def arrow_schema_of(spark_schema: StructType) -> pa.Schema:

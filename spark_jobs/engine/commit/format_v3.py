@@ -11,11 +11,15 @@ with row lineage, deletion vectors: ``manifest_writers``, ``row_lineage``, ``wri
    unknown, nanosecond timestamps), or a default value (``initial-default`` / ``write-default``) on any field.
 2. ``allow_v3_metadata_writes`` lets pyiceberg serialize v3 metadata with pydantic's own dump (the same model, by
    alias, nulls left out; ``next-row-id`` written even when pyiceberg left it unset, as a new table does), once
-   per process, before a commit to (or the creation of) a v3 table.
+   per process, before a commit to (or the creation of) a v3 table. Every schema whose text was read
+   (``shared.iceberg_model.schema_text``) and still says the same is written as that text, so the fields Java
+   wrote (types such as ``geometry(OGC:CRS84)``, default values) stay byte for byte as they were.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +29,7 @@ from pyiceberg.table.metadata import TableMetadataV3
 from pyiceberg.typedef import IcebergBaseModel
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
+from spark_jobs.engine.shared import iceberg_model
 from spark_jobs.engine.shared.errors import UnsupportedFeatureError, UserInputError
 
 WRITABLE_FORMAT_VERSIONS = (2, 3)
@@ -84,11 +89,34 @@ def _nested(field: NestedField) -> Iterator[NestedField]:
 def _dump_v3_json(
     self: TableMetadataV3, exclude_none: bool = True, exclude: Any = None, by_alias: bool = True, **kw: Any
 ) -> str:
-    """pydantic's dump of the model, with ``next-row-id`` always present (v3 requires it)."""
+    """pydantic's dump of the model, with ``next-row-id`` always present (v3 requires it) and the schemas as read."""
     metadata = self if self.next_row_id is not None else self.model_copy(update={"next_row_id": _next_row_id(self)})
-    return IcebergBaseModel.model_dump_json(
+    dumped = IcebergBaseModel.model_dump_json(
         metadata, exclude_none=exclude_none, exclude=exclude, by_alias=by_alias, **kw
     )
+    return _with_schema_texts_as_read(metadata, dumped)
+
+
+def _with_schema_texts_as_read(metadata: TableMetadataV3, dumped: str) -> str:
+    """``dumped`` with each schema replaced by the text it was read from, where that text says the same."""
+    texts = {}
+    for schema in metadata.schemas:
+        text = iceberg_model.schema_text(str(metadata.table_uuid), schema.schema_id)
+        if text is not None and Schema.model_validate_json(text) == schema:
+            texts[schema.schema_id] = text
+    if not texts:
+        return dumped
+    document = json.loads(dumped)
+    placeholders = {}
+    for entry in document.get("schemas", []):
+        if entry.get("schema-id") in texts:
+            placeholder = f"@@schema-{entry['schema-id']}-{uuid.uuid4().hex}@@"
+            placeholders[json.dumps(placeholder)] = texts[entry["schema-id"]]
+            document["schemas"][document["schemas"].index(entry)] = placeholder
+    rewritten = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    for placeholder, text in placeholders.items():
+        rewritten = rewritten.replace(placeholder, text, 1)
+    return rewritten
 
 
 def _next_row_id(metadata: TableMetadataV3) -> int:

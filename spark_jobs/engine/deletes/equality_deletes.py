@@ -30,7 +30,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.types import IcebergType
 
 from spark_jobs.engine.deletes.bytes_read import compressed_bytes_of_columns, footer_bytes
@@ -38,6 +37,7 @@ from spark_jobs.engine.deletes.cache import DeleteFileCache, delete_file_cache
 from spark_jobs.engine.deletes.parquet_field_ids import column_at_path, field_id_paths
 from spark_jobs.engine.parquet.sized_fragment import read_fragment_footer, sized_fragment
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, EqualityDeleteFile
+from spark_jobs.engine.shared.arrow_types import schema_to_arrow
 from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.shared.row_predicate import PredicateKind
@@ -473,7 +473,7 @@ def _arrow_types(
             f"equality delete files {[f.path for f in files]} use field ids {missing} that field_types does not give "
             f"a type for (it has {sorted(field_types)})"
         )
-    return tuple(_storage_type(schema_to_pyarrow(field_types[field_id])) for field_id in equality_ids)
+    return tuple(_storage_type(schema_to_arrow(field_types[field_id])) for field_id in equality_ids)
 
 
 def _storage_type(arrow_type: pa.DataType) -> pa.DataType:

@@ -12,6 +12,9 @@ whose elements are structs and projects whole batches only, so the projection it
    timestamps to microseconds with tz "UTC" for timestamptz and no tz for timestamp); uuid becomes Arrow's uuid.
 4. Structs, lists and maps are rebuilt child by child (steps 1-3 recursively), keeping their own validity so that
    a NULL struct, list or map stays NULL.
+5. A variant is stored as a group whose ``metadata`` and ``value`` (and, shredded, ``typed_value``) carry no field
+   ids: the file schema holds it as a variant, and its column is made the engine's unshredded variant
+   (``variant_shredding``).
 """
 
 from __future__ import annotations
@@ -22,35 +25,96 @@ from functools import lru_cache
 from typing import Any, TypeAlias
 
 import pyarrow as pa
-from pyiceberg.io.pyarrow import pyarrow_to_schema, schema_to_pyarrow
+from pyiceberg.io.pyarrow import pyarrow_to_schema
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, NestedField, StructType
 
+from spark_jobs.engine.parquet.variant_shredding import unshredded_variant
+from spark_jobs.engine.shared.arrow_types import schema_to_arrow
 from spark_jobs.engine.shared.errors import CorruptFileError, UnsupportedFeatureError
+from spark_jobs.engine.shared.iceberg_model import VariantType, is_variant
 
 ArrowColumn: TypeAlias = pa.Array | pa.ChunkedArray  # a decoded column, in one piece or in chunks
 
 
 def file_schema_of(arrow_schema: pa.Schema, path: str) -> Schema:
-    """The Iceberg schema of a data file from its Arrow schema, which must carry a field id on every field."""
+    """The Iceberg schema of a data file from its Arrow schema, which must carry a field id on every field (but
+    inside a variant's group, step 5)."""
+    variant_ids: set[int] = set()
+    stand_ins = pa.schema([_variant_stand_in(field, variant_ids) for field in arrow_schema])
     try:
         # Format version 3 accepts every timestamp unit (INT96 and nanosecond files); values are cast to the read type.
-        return pyarrow_to_schema(arrow_schema, format_version=3)
+        schema = pyarrow_to_schema(stand_ins, format_version=3)
     except ValueError as error:
         raise UnsupportedFeatureError(
             f"{path}: cannot resolve columns by field id ({error}); files without field ids need a name mapping"
         ) from error
+    return _with_variants(schema, variant_ids) if variant_ids else schema
+
+
+def is_variant_group(arrow_type: pa.DataType) -> bool:
+    """True for a file's variant group: a struct of ``metadata``, ``value`` (and ``typed_value``) without ids."""
+    if not pa.types.is_struct(arrow_type):
+        return False
+    names = {field.name for field in arrow_type}
+    return (
+        "metadata" in names
+        and names <= {"metadata", "value", "typed_value"}
+        and not any(field.metadata and FIELD_ID in field.metadata for field in arrow_type)
+    )
+
+
+FIELD_ID = b"PARQUET:field_id"
+
+
+def _variant_stand_in(field: pa.Field, variant_ids: set[int]) -> pa.Field:
+    """``field`` with every variant group (at any depth) replaced by a binary stand-in, its id noted."""
+    arrow_type = field.type
+    if is_variant_group(arrow_type) and field.metadata and FIELD_ID in field.metadata:
+        variant_ids.add(int(field.metadata[FIELD_ID]))
+        return field.with_type(pa.binary())
+    if pa.types.is_struct(arrow_type):
+        return field.with_type(pa.struct([_variant_stand_in(child, variant_ids) for child in arrow_type]))
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        element = _variant_stand_in(arrow_type.value_field, variant_ids)
+        return field.with_type(pa.large_list(element) if pa.types.is_large_list(arrow_type) else pa.list_(element))
+    if pa.types.is_map(arrow_type):
+        key = _variant_stand_in(arrow_type.key_field, variant_ids)
+        return field.with_type(pa.map_(key, _variant_stand_in(arrow_type.item_field, variant_ids)))
+    return field
+
+
+def _with_variants(schema: Schema, variant_ids: set[int]) -> Schema:
+    """``schema`` with the stand-ins of ``_variant_stand_in`` typed as variants again."""
+
+    def retyped(field: NestedField) -> NestedField:
+        if field.field_id in variant_ids:
+            return field.model_copy(update={"field_type": VariantType()})
+        return field.model_copy(update={"field_type": retyped_type(field.field_type)})
+
+    def retyped_type(iceberg_type: IcebergType) -> IcebergType:
+        if isinstance(iceberg_type, StructType):
+            return StructType(*(retyped(child) for child in iceberg_type.fields))
+        if isinstance(iceberg_type, ListType):
+            element = retyped(iceberg_type.element_field)
+            return ListType(element.field_id, element.field_type, element.required)
+        if isinstance(iceberg_type, MapType):
+            key, value = retyped(iceberg_type.key_field), retyped(iceberg_type.value_field)
+            return MapType(key.field_id, key.field_type, value.field_id, value.field_type, value.required)
+        return iceberg_type
+
+    return Schema(*(retyped(field) for field in schema.fields), schema_id=schema.schema_id)
 
 
 @lru_cache(maxsize=4096)
 def arrow_type_of(iceberg_type: IcebergType) -> pa.DataType:
     """The Arrow type a column of this Iceberg type is produced as (memoized: asked per column of every file)."""
-    return schema_to_pyarrow(iceberg_type)
+    return schema_to_arrow(iceberg_type)
 
 
 def output_arrow_schema(read_schema: Schema, field_ids: Sequence[int]) -> pa.Schema:
     """The Arrow schema of the batches out: the given top-level read fields, in order, with their field ids."""
-    return schema_to_pyarrow(Schema(*(read_schema.find_field(field_id) for field_id in field_ids)))
+    return schema_to_arrow(Schema(*(read_schema.find_field(field_id) for field_id in field_ids)))
 
 
 def project_column(
@@ -96,6 +160,10 @@ def _project(read_type: IcebergType, file_type: IcebergType, array: pa.Array, so
         return _project_list(read_type, _expect(file_type, ListType, source), array, source)
     if isinstance(read_type, MapType):
         return _project_map(read_type, _expect(file_type, MapType, source), array, source)
+    if is_variant(read_type):
+        if not is_variant_group(array.type):
+            raise CorruptFileError(f"{source}: a variant column stored as {array.type}, not as a variant group")
+        return unshredded_variant(array, source)
     return _cast_primitive(array, arrow_type_of(read_type), source)
 
 

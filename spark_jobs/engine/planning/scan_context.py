@@ -19,11 +19,11 @@ import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.io import FileIO, load_file_io
-from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import IcebergType, LongType, NestedField
 
+from spark_jobs.engine.shared.arrow_types import schema_to_arrow
 from spark_jobs.engine.shared.errors import UserInputError
 
 DEFAULT_BATCH_SIZE = 131_072
@@ -102,7 +102,7 @@ class ScanContext:
     @cached_property
     def output_schema(self) -> pa.Schema:
         """The Arrow schema of every batch this scan yields: the output fields in order, with their field ids."""
-        return schema_to_pyarrow(Schema(*(self.read_schema.find_field(field_id) for field_id in self.output_field_ids)))
+        return schema_to_arrow(Schema(*(self.read_schema.find_field(field_id) for field_id in self.output_field_ids)))
 
     @cached_property
     def field_types(self) -> dict[int, IcebergType]:

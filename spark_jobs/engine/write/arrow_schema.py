@@ -18,13 +18,14 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyiceberg.io.pyarrow import schema_to_pyarrow
 from pyiceberg.schema import Schema
+
+from spark_jobs.engine.shared.arrow_types import schema_to_arrow
 
 
 def file_arrow_schema(schema: Schema) -> pa.Schema:
     """The Arrow schema Parquet files are written with: Iceberg types, field ids in the field metadata."""
-    return schema_to_pyarrow(schema, include_field_ids=True)
+    return schema_to_arrow(schema, include_field_ids=True)
 
 
 def conform_to_schema(data: pa.Table, schema: Schema, target: pa.Schema | None = None) -> pa.Table:

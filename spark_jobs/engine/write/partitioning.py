@@ -21,6 +21,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform, Transform
 from pyiceberg.types import DateType, TimestampNanoType, TimestampType, TimestamptzNanoType, TimestamptzType, TimeType
 
+from spark_jobs.engine.shared.arrow_types import schema_to_arrow
+
 _PARTITION_COLUMN = "_partition_{}"
 log = logging.getLogger(__name__)
 _FALLBACKS_LOGGED: set[str] = set()
@@ -46,9 +48,8 @@ def transform_values(column: pa.Array, source_type: Any, transform: Transform) -
     distinct = pc.unique(internal)
     results = [apply(value) for value in distinct.to_pylist()]
     result_type = transform.result_type(source_type)
-    from pyiceberg.io.pyarrow import schema_to_pyarrow
 
-    arrow_type = schema_to_pyarrow(result_type)
+    arrow_type = schema_to_arrow(result_type)
     return _as_internal(pc.take(pa.array(results, type=arrow_type), pc.index_in(internal, value_set=distinct)))
 
 

@@ -1,0 +1,89 @@
+"""The Arrow types the engine reads and writes Iceberg columns as: pyiceberg's, with format v3's new types.
+
+pyiceberg's ``schema_to_pyarrow`` gives every type but ``variant`` (which its model lacks, ``iceberg_model``), and
+geometry and geography as plain binary unless ``geoarrow-pyarrow`` is installed. ``schema_to_arrow`` is pyiceberg's
+converter with three types of its own, the same in every process:
+
+1. ``variant``: ``struct<metadata: binary, value: binary>``, both required, the ``metadata`` field tagged
+   ``variant: true`` (how Spark marks a variant in Arrow); always the unshredded encoding.
+2. ``geometry`` and ``geography``: ``WkbType``, the GeoArrow WKB extension type (``geoarrow.wkb``) over binary,
+   carrying the CRS (and ``"edges": "spherical"`` etc. for geography). pyarrow writes it as Parquet's ``GEOMETRY``
+   and ``GEOGRAPHY`` logical types with their geospatial statistics; Spark adapters map it to Spark's own types.
+3. Everything else as pyiceberg converts it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.io.pyarrow import _ConvertToArrowSchema
+from pyiceberg.schema import Schema, visit
+from pyiceberg.types import GeographyType, GeometryType, IcebergType, PrimitiveType
+
+from spark_jobs.engine.shared.iceberg_model import is_variant
+
+VARIANT_MARK = {b"variant": b"true"}
+VARIANT_ARROW_TYPE = pa.struct(
+    [pa.field("metadata", pa.binary(), nullable=False, metadata=VARIANT_MARK), pa.field("value", pa.binary(), False)]
+)
+WKB_EXTENSION_NAME = "geoarrow.wkb"
+GEOGRAPHY_DEFAULT_EDGES = "spherical"
+
+
+class WkbType(pa.ExtensionType):
+    """GeoArrow's WKB type: well-known binary geometries with their CRS and, for geography, edge interpolation."""
+
+    def __init__(self, crs: str, edges: str | None = None) -> None:
+        self.crs = crs
+        self.edges = edges
+        super().__init__(pa.binary(), WKB_EXTENSION_NAME)
+
+    def __arrow_ext_serialize__(self) -> bytes:
+        """GeoArrow's JSON metadata: the CRS, and the edges of a geography."""
+        metadata: dict[str, str] = {"crs": self.crs}
+        if self.edges is not None:
+            metadata["edges"] = self.edges
+        return json.dumps(metadata).encode()
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes) -> WkbType:
+        """The type back from its metadata."""
+        metadata = json.loads(serialized or b"{}")
+        return cls(metadata.get("crs", "OGC:CRS84"), metadata.get("edges"))
+
+    @property
+    def is_geography(self) -> bool:
+        """True for a geography (edges other than planar)."""
+        return self.edges is not None
+
+
+class _ConvertToArrow(_ConvertToArrowSchema):
+    """pyiceberg's converter, with the engine's variant and WKB types."""
+
+    def primitive(self, primitive: PrimitiveType) -> pa.DataType:
+        if is_variant(primitive):
+            return VARIANT_ARROW_TYPE
+        return super().primitive(primitive)
+
+    def visit_geometry(self, geometry_type: GeometryType) -> pa.DataType:
+        return WkbType(geometry_type.crs)
+
+    def visit_geography(self, geography_type: GeographyType) -> pa.DataType:
+        return WkbType(geography_type.crs, geography_type.algorithm)
+
+
+def schema_to_arrow(
+    schema: Schema | IcebergType, metadata: dict[bytes, bytes] | None = None, include_field_ids: bool = True
+) -> Any:
+    """The Arrow schema (or type) of an Iceberg schema (or type), as the module doc says."""
+    return visit(schema, _ConvertToArrow(metadata or {}, include_field_ids))
+
+
+def is_variant_arrow(arrow_type: pa.DataType) -> bool:
+    """True for the engine's Arrow type of a variant (or any struct marked as one)."""
+    return pa.types.is_struct(arrow_type) and any(
+        field.name == "metadata" and field.metadata is not None and field.metadata.get(b"variant") == b"true"
+        for field in arrow_type
+    )
