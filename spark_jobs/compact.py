@@ -36,6 +36,7 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
 
 from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS
 from spark_jobs.engine.compaction.strategy import STRATEGIES
+from spark_jobs.job_failures import set_subject
 from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
 
 log = logging.getLogger("spark_jobs.compact")
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from spark_jobs.engine.table.catalog import load_catalog, load_table
 
     args = build_parser().parse_args(argv)
+    set_subject(table=args.table)
     if args.max_commits is not None and not args.partial_progress:
         raise UsageError("spark_jobs/compact.py: --max-commits needs --partial-progress")
     log.info("plan: compaction of %s ...", args.table)

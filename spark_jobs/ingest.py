@@ -31,6 +31,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spark_jobs.job_failures import set_subject
 from spark_jobs.job_support import (
     JobArgumentParser,
     UsageError,
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from spark_jobs.spark.ingest import ingest, parquet_source_of, reads_source_files_directly
 
     args = build_parser().parse_args(argv)
+    set_subject(table=args.table, source=args.source)
     if args.sql is not None and not args.sql.strip():  # e.g. a template that rendered empty: never ingest unfiltered
         raise UsageError(
             f"spark_jobs/ingest.py: --sql is empty; give one query over the view '{SOURCE_VIEW}' or omit it"

@@ -30,9 +30,19 @@ from typing import Any, NoReturn
 
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_contract import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, error_line
+from spark_jobs.job_failures import classify, clear_subject, exception_texts
 from spark_jobs.job_log import SPARK_START_PHASE, log_summary
 
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "JobArgumentParser", "UsageError", "emit_result", "run_job"]
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "JobArgumentParser",
+    "UsageError",
+    "emit_result",
+    "exception_texts",
+    "run_job",
+]
 ENGINE_ZIP_NAME = "spark_jobs.zip"
 log = logging.getLogger("spark_jobs")
 # Sessions ``spark_session`` created (not found running): ``run_job`` stops them before printing the result.
@@ -68,11 +78,6 @@ def emit_result(result: dict[str, Any]) -> int:
     return EXIT_OK
 
 
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return _shortened(text) if isinstance(error, UserInputError) else f"{type(error).__name__}: {text}"
-
-
 def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
     """Run a job body and map its outcome to the exit-code contract; the result JSON is printed last."""
     logging.basicConfig(
@@ -83,6 +88,7 @@ def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
     # py4j logs when its connections close at exit; keep that off the result line.
     logging.getLogger("py4j").setLevel(logging.WARNING)
     _START_SECONDS.clear()
+    clear_subject()
     try:
         result = body()
         _stop_spark()
@@ -90,76 +96,18 @@ def run_job(name: str, body: Callable[[], dict[str, Any]]) -> int:
             result["seconds"] = {SPARK_START_PHASE: round(sum(_START_SECONDS), 3), **result["seconds"]}
         log_summary(result)
         return emit_result(result)
-    except UserInputError as error:
-        print(error_line(_one_line(error)), file=sys.stderr, flush=True)
-        return EXIT_USAGE
     except Exception as error:
-        reason = bad_input_inside(error)
-        if reason is not None:
-            print(error_line(reason), file=sys.stderr, flush=True)
-            return EXIT_USAGE
-        from spark_jobs.engine.shared.storage import storage_failure  # pyarrow: kept off the way to Spark's start
-
-        storage = storage_failure(str(error))
-        if storage is not None:  # e.g. wrong keys seen first by an executor: one line naming the object
+        verdict = classify(error, name)
+        if not verdict.bad_input:  # bad input is the one line; anything else keeps its traceback for the log
             traceback.print_exc(file=sys.stderr)
-            print(error_line(f"{name} job failed: {_one_line(storage)}"), file=sys.stderr, flush=True)
-            return EXIT_USAGE if isinstance(storage, UserInputError) else EXIT_FAILURE
-        traceback.print_exc(file=sys.stderr)
-        print(error_line(f"{name} job failed: {_one_line(error)}"), file=sys.stderr, flush=True)
-        return EXIT_FAILURE
+        print(error_line(verdict.reason), file=sys.stderr, flush=True)
+        return verdict.exit_code
 
 
 def bad_input_inside(error: BaseException) -> str | None:
-    """The one-line reason of bad input that reached the driver wrapped in a Spark failure, or None.
-
-    Two kinds: an engine ``UserInputError`` (e.g. ``CorruptFileError``) raised on an executor, whose message is the
-    last line of the worker traceback Spark embeds in its exception; and Spark's own ``FAILED_READ_FILE`` for a
-    source file it cannot read, reduced to the file and the innermost cause.
-    """
-    names = _user_error_names()
-    for text in exception_texts(error):
-        matches = [m for m in _ERROR_LINE.finditer(text) if m["name"] in names]
-        if matches:
-            return _shortened(" ".join(matches[-1]["message"].split()))
-        failed_read = _FAILED_READ_FILE.search(text)
-        if failed_read:
-            causes = _CAUSED_BY.findall(text)
-            cause = " ".join(causes[-1].split()) if causes else "unreadable"
-            return _shortened(f"cannot read source file {failed_read['path']}: {cause}")
-    return None
-
-
-_ERROR_LINE = re.compile(r"^(?:[\w.]+\.)?(?P<name>[A-Z]\w*Error): (?P<message>.+)$", re.MULTILINE)
-_FAILED_READ_FILE = re.compile(r"\[FAILED_READ_FILE[.\w]*\][^\n]*?reading file (?P<path>\S+?)\.?(?:\s|$)")
-_CAUSED_BY = re.compile(r"^\s*Caused by: (?:[\w.$]+): (.+)$", re.MULTILINE)
-_MAX_REASON = 280
-
-
-def _user_error_names() -> set[str]:
-    """Names of every bad-input error class (UserInputError and its subclasses, loaded ones included)."""
-    names, pending = set(), [UserInputError]
-    while pending:
-        cls = pending.pop()
-        names.add(cls.__name__)
-        pending.extend(cls.__subclasses__())
-    return names
-
-
-def exception_texts(error: BaseException) -> list[str]:
-    """The text of ``error`` and of the exceptions it was raised from, outermost first."""
-    texts: list[str] = []
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        texts.append(str(current))
-        current = current.__cause__ or current.__context__
-    return texts
-
-
-def _shortened(reason: str) -> str:
-    return reason if len(reason) <= _MAX_REASON else reason[: _MAX_REASON - 3] + "..."
+    """The one-line reason when ``error`` (e.g. a Spark failure wrapping an executor's) is bad input, else None."""
+    verdict = classify(error, "job")
+    return verdict.reason if verdict.bad_input else None
 
 
 def _stop_spark() -> None:
@@ -211,6 +159,7 @@ def spark_session(app_name: str) -> Any:
     """
     from pyspark.sql import SparkSession
 
+    silence_query_context_logs()
     existing = SparkSession.getActiveSession()
     if existing is None:
         log.info("starting Spark ...")
@@ -240,6 +189,24 @@ def spark_session(app_name: str) -> Any:
         if context.uiWebUrl:
             log.info("Spark UI %s (application %s)", context.uiWebUrl, context.applicationId)
     return session
+
+
+def silence_query_context_logs() -> None:
+    """Turn off PySpark 4's JSON log lines of a failed query (its query-context loggers).
+
+    PySpark logs every error the JVM raises, with its query context, as one JSON line on stderr, which spark-submit
+    merges into the job's stdout: a line the contract's reader could take for the job's result. The job reports the
+    error itself (``classify``), so these loggers are disabled. Spark 3.5 has neither.
+    """
+    try:
+        from pyspark.logger import PySparkLogger  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+    for name in _QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).disabled = True
+
+
+_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 def session_defaults(submitted: Any, spark_version: str) -> dict[str, str]:

@@ -35,6 +35,7 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS
+from spark_jobs.job_failures import set_subject
 from spark_jobs.job_support import JobArgumentParser, UsageError, run_job
 
 EXPIRE_SNAPSHOTS = "expire-snapshots"
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from spark_jobs.engine.table.snapshots import parse_as_of
 
     args = build_parser().parse_args(argv)
+    set_subject(table=args.table)
     started = time.perf_counter()
     table = load_table(load_catalog(args.catalog), args.table)
     snapshot_before = table.current_snapshot()

@@ -64,6 +64,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spark_jobs.job_failures import set_subject
 from spark_jobs.job_support import (
     JobArgumentParser,
     UsageError,
@@ -300,6 +301,7 @@ def _non_negative_int(text: str) -> int:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the read job; returns the result the last stdout line carries."""
     args = build_parser().parse_args(argv)
+    set_subject(table=args.table)
     if args.aggregate is not None:
         return _aggregate_job(args)
     if args.count:
