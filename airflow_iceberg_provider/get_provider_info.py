@@ -12,6 +12,7 @@ PACKAGE_NAME = "airflow-iceberg-provider"
 HOOK_MODULES: list[str] = [
     "airflow_iceberg_provider.hooks.iceberg_catalog",
     "airflow_iceberg_provider.hooks.spark_job",
+    "airflow_iceberg_provider.hooks.spark_submit_compat",
 ]
 OPERATOR_MODULES: list[str] = [
     "airflow_iceberg_provider.operators.compact",

@@ -1,5 +1,7 @@
 """spark-submit for a ``spark_jobs`` entry point: SparkSubmitHook, plus the job's result and error line captured.
 
+Built on ``spark_submit_compat.SubmitHookSeam``, the one module that touches the Spark provider's private API.
+
 SparkSubmitHook streams the merged stdout/stderr of spark-submit into the task log line by line; this hook reads the
 same lines on the way (nothing is read twice or buffered whole) into a ``JobOutput``. In client deploy modes (local,
 standalone client, YARN client, Kubernetes client) the driver's output is spark-submit's output, so the result is
@@ -28,9 +30,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-
 from airflow_iceberg_provider.credentials import mask_text
+from airflow_iceberg_provider.hooks.spark_submit_compat import SubmitHookSeam
 from airflow_iceberg_provider.job_output import JobOutput
 from airflow_iceberg_provider.jvm_class_archive import CONNECTION_EXTRA, class_archive_conf, publish_class_archive
 from airflow_iceberg_provider.links import spark_link_in
@@ -40,11 +41,15 @@ from airflow_iceberg_provider.spark_logging import quiet_spark_conf
 LinkListener = Callable[[type, str], None]
 
 
-class SparkJobSubmitHook(SparkSubmitHook):
+class SparkJobSubmitHook(SubmitHookSeam):
     """SparkSubmitHook that also captures the job's final JSON line, its ``error:`` line and its exit code."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.reset_job_state()
+
+    def reset_job_state(self) -> None:
+        """No output read yet, no catalog environment, no secrets, no link listener."""
         self.job_output = JobOutput()
         self.job_env: dict[str, str] = {}
         self.secrets: set[str] = set()
@@ -53,65 +58,53 @@ class SparkJobSubmitHook(SparkSubmitHook):
         self._class_archive_pending: tuple[Path, str] | None = None
         self.on_link: LinkListener | None = None
 
-    @classmethod
-    def from_hook(cls, hook: SparkSubmitHook) -> SparkJobSubmitHook:
-        """This hook with every setting of ``hook`` (as SparkSubmitOperator built it, whatever its version)."""
-        job_hook = cls.__new__(cls)
-        job_hook.__dict__.update(hook.__dict__)
-        job_hook.job_output = JobOutput()
-        job_hook.job_env = {}
-        job_hook.secrets = set()
-        job_hook._job_properties_file = None
-        job_hook._class_archive_pending = None
-        job_hook.on_link = None
-        return job_hook
-
     @property
     def runs_driver_locally(self) -> bool:
         """Whether the driver is spark-submit's own process (local or client deploy mode), so its output is ours."""
-        return self._connection.get("deploy_mode") != "cluster"
+        return self.deploy_mode != "cluster"
 
     def class_data_archive(self) -> str | None:
         """The class-data archive the Spark connection's extra names for the driver JVM, if any."""
         try:
-            extra = self.get_connection(self._conn_id).extra_dejson
+            extra = self.get_connection(self.conn_id).extra_dejson
         except Exception:  # no such connection: SparkSubmitHook runs on its defaults, and so does this
             return None
         value = extra.get(CONNECTION_EXTRA)
         return str(value) if value else None
 
-    def _build_spark_common_args(self) -> list[str]:
-        self._conf = quiet_spark_conf(self._conf, self.runs_driver_locally)
+    def common_arguments(self, build: Callable[[], list[str]]) -> list[str]:
+        """SparkSubmitHook's arguments with quiet logging, the class-data archive and the job's environment."""
+        self.spark_conf = quiet_spark_conf(self.spark_conf, self.runs_driver_locally)
         archive = self.class_data_archive()
-        self._conf, partial = class_archive_conf(self._conf, self.runs_driver_locally, archive)
+        self.spark_conf, partial = class_archive_conf(self.spark_conf, self.runs_driver_locally, archive)
         if partial is not None and archive is not None:
             self._class_archive_pending = (partial, archive)
         if not self.job_env:
-            return super()._build_spark_common_args()
+            return build()
         if self.runs_driver_locally:
-            arguments = super()._build_spark_common_args()
-            # submit() starts spark-submit with os.environ updated by self._env.
-            self._env = {**(self._env or {}), **self.job_env}
+            arguments = build()
+            # submit() starts spark-submit with os.environ updated by the submit environment.
+            self.submit_env = {**(self.submit_env or {}), **self.job_env}
             return arguments
-        if not (self._is_yarn or self._is_kubernetes):
+        if not (self.is_yarn or self.is_kubernetes):
             # Standalone cluster mode has no driver environment; SparkSubmitHook says so for env_vars.
-            user_env_vars = self._env_vars
-            self._env_vars = {**(user_env_vars or {}), **self.job_env}
+            user_env_vars = self.driver_env_vars
+            self.driver_env_vars = {**(user_env_vars or {}), **self.job_env}
             try:
-                return super()._build_spark_common_args()
+                return build()
             finally:
-                self._env_vars = user_env_vars
-        prefix = "spark.yarn.appMasterEnv." if self._is_yarn else "spark.kubernetes.driverEnv."
-        user_properties_file = self._properties_file
-        self._remove_job_properties_file()
+                self.driver_env_vars = user_env_vars
+        prefix = "spark.yarn.appMasterEnv." if self.is_yarn else "spark.kubernetes.driverEnv."
+        user_properties_file = self.properties_file
+        self.remove_job_properties_file()
         self._job_properties_file = _private_properties_file(
             user_properties_file or _spark_defaults_file(), {prefix + k: v for k, v in self.job_env.items()}
         )
-        self._properties_file = self._job_properties_file
+        self.properties_file = self._job_properties_file
         try:
-            return super()._build_spark_common_args()
+            return build()
         finally:
-            self._properties_file = user_properties_file
+            self.properties_file = user_properties_file
 
     def submit(self, application: str = "", **kwargs: Any) -> str | None:
         """spark-submit, then remove the private properties file (cluster deploy mode) whatever happened, and
@@ -122,7 +115,7 @@ class SparkJobSubmitHook(SparkSubmitHook):
             succeeded = True
             return result
         finally:
-            self._remove_job_properties_file()
+            self.remove_job_properties_file()
             self._publish_class_archive(succeeded)
 
     def _publish_class_archive(self, succeeded: bool) -> None:
@@ -130,25 +123,25 @@ class SparkJobSubmitHook(SparkSubmitHook):
         if pending is not None:
             publish_class_archive(*pending, succeeded)
 
-    def _remove_job_properties_file(self) -> None:
+    def remove_job_properties_file(self) -> None:
+        """Remove the private properties file of a cluster-mode submission, if one was written."""
         if self._job_properties_file is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self._job_properties_file)
             self._job_properties_file = None
 
-    def _mask_cmd(self, connection_cmd: str | list[str]) -> str:
-        return mask_text(super()._mask_cmd(connection_cmd), self.secrets)
+    def masked_command(self, masked: str) -> str:
+        """The logged command with the catalog's secrets masked too, whatever their property names."""
+        return mask_text(masked, self.secrets)
 
     def submit_environment(self) -> dict[str, str]:
         """The environment spark-submit starts with (after the command was built), for tests and diagnostics."""
-        return {**os.environ, **(self._env or {})}
+        return {**os.environ, **(self.submit_env or {})}
 
-    def _process_spark_submit_log(self, itr: Iterator[Any]) -> None:
-        super()._process_spark_submit_log(self._recorded(itr))
-
-    def _recorded(self, itr: Iterator[Any]) -> Iterator[Any]:
+    def output_lines(self, lines: Iterator[Any]) -> Iterator[Any]:
+        """Each line on its way to the log, recorded into ``job_output``; links announced once per kind."""
         announced: set[type] = set()
-        for line in itr:
+        for line in lines:
             self.job_output.add_line(str(line))
             link = spark_link_in(str(line))
             if link is not None and self.on_link is not None and link[0] not in announced:
@@ -159,7 +152,7 @@ class SparkJobSubmitHook(SparkSubmitHook):
     @property
     def exit_code(self) -> int | None:
         """spark-submit's exit code once it has finished (``None`` before)."""
-        process = getattr(self, "_submit_sp", None)
+        process = self.submit_process
         return None if process is None else process.returncode
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperatorLink
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
@@ -24,6 +24,7 @@ from airflow_iceberg_provider.assets import check_table_identifier, operator_tab
 from airflow_iceberg_provider.engine_package import engine_zip, job_script
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
+from airflow_iceberg_provider.hooks.spark_submit_compat import SubmitOperatorSeam
 from airflow_iceberg_provider.job_contract import EXIT_USAGE
 from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion, describe_table, operator_lineage
 from airflow_iceberg_provider.links import SparkDriverLogLink, SparkUiLink
@@ -44,7 +45,7 @@ class IcebergJobInputError(AirflowFailException):
     """A ``spark_jobs`` job refused its input (exit code 2); retrying cannot help."""
 
 
-class IcebergSparkJobOperator(SparkSubmitOperator):
+class IcebergSparkJobOperator(SubmitOperatorSeam):
     """
     Run one ``spark_jobs`` entry point on an Iceberg table through spark-submit and return its result line.
 
@@ -64,7 +65,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
     job: ClassVar[str] = ""
     operator_extra_links: Collection[BaseOperatorLink] = (SparkUiLink(), SparkDriverLogLink())
     template_fields: Sequence[str] = (
-        *SparkSubmitOperator.template_fields,
+        *SubmitOperatorSeam.template_fields,
         "table",
         "catalog",
         "extra_application_args",
@@ -144,24 +145,25 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
         self._catalog_secrets = catalog_hook.secrets()
         if self.ship_engine and "spark_jobs" not in (self.py_files or ""):
             self.py_files = ",".join(p for p in (self.py_files, str(engine_zip())) if p)
-        self._hook = None
+        self.submitted_hook = None
 
     def catalog_hook(self) -> IcebergCatalogHook:
         """The catalog hook: the connection's catalog, or pyiceberg's configuration for ``catalog``."""
         return IcebergCatalogHook(iceberg_conn_id=self.iceberg_conn_id, catalog_name=self.catalog)
 
-    def _get_hook(self) -> SparkJobSubmitHook:
-        hook = SparkJobSubmitHook.from_hook(super()._get_hook())
-        hook.job_env = dict(self._catalog_env)
-        hook.secrets = set(self._catalog_secrets)
+    def job_hook(self, hook: SparkSubmitHook) -> SparkJobSubmitHook:
+        """SparkSubmitOperator's hook as a ``SparkJobSubmitHook`` with the catalog's environment and secrets."""
+        job_hook = SparkJobSubmitHook.from_hook(hook)
+        job_hook.job_env = dict(self._catalog_env)
+        job_hook.secrets = set(self._catalog_secrets)
         context = self._context
         if context is not None:
-            hook.on_link = lambda link, url: link().store(context, url)
-        return hook
+            job_hook.on_link = lambda link, url: link().store(context, url)
+        return job_hook
 
     def _job_failure(self, error: AirflowException) -> AirflowException:
         """The task's failure: the job's one-line reason when it printed one, else spark-submit's own error."""
-        hook = self._hook
+        hook = self.submitted_hook
         if not isinstance(hook, SparkJobSubmitHook) or hook.job_output.error_reason is None:
             return error
         reason = f"{self.job} job on {self.table} failed: {hook.job_output.error_reason}"
@@ -171,7 +173,7 @@ class IcebergSparkJobOperator(SparkSubmitOperator):
 
     def _job_result(self) -> dict[str, Any] | None:
         """The job's result object; ``None`` in cluster deploy mode, where the driver prints on the cluster."""
-        hook = self._hook
+        hook = self.submitted_hook
         result = hook.job_output.result if isinstance(hook, SparkJobSubmitHook) else None
         if result is not None:
             return result

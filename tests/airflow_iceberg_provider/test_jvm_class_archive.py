@@ -86,11 +86,11 @@ def archive_connection(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 def test_the_hook_takes_the_archive_from_the_spark_connection_s_extra(archive_connection: Path) -> None:
     plain = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_plain"))
-    assert not any("Archive" in part for part in plain._build_spark_submit_command("read.py"))
+    assert not any("Archive" in part for part in plain.build_command("read.py"))
 
     hook = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_archived"))
-    command = hook._build_spark_submit_command("read.py")
-    assert hook._build_spark_submit_command("read.py") == command  # building the command again adds nothing
+    command = hook.build_command("read.py")
+    assert hook.build_command("read.py") == command  # building the command again adds nothing
     options = next(part for part in command if part.startswith(DRIVER_JAVA_OPTIONS_CONF))
     assert "-Dlog4j2.configurationFile=" in options and "-XX:ArchiveClassesAtExit=" in options
     assert hook._class_archive_pending is not None
@@ -100,7 +100,7 @@ def test_the_hook_takes_the_archive_from_the_spark_connection_s_extra(archive_co
     assert archive_connection.read_bytes() == b"dumped"
 
     again = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_archived"))
-    assert f"-XX:SharedArchiveFile={archive_connection}" in " ".join(again._build_spark_submit_command("read.py"))
+    assert f"-XX:SharedArchiveFile={archive_connection}" in " ".join(again.build_command("read.py"))
 
 
 # A Python application that starts no SparkContext: spark-submit's JVM (the driver JVM in local and client modes)
@@ -123,7 +123,7 @@ def test_a_real_driver_jvm_writes_the_archive_once_and_maps_it_after(monkeypatch
     app.write_text(APP)
     for run, option in enumerate(("-XX:ArchiveClassesAtExit=", "-XX:SharedArchiveFile=")):
         hook = SparkJobSubmitHook(conn_id="spark_archived", conf={"spark.ui.enabled": "false"})
-        assert option in " ".join(hook._build_spark_submit_command(str(app)))
+        assert option in " ".join(hook.build_command(str(app)))
         hook.submit(str(app))
         assert hook.job_output.result == {"status": "ok", "rows": 3}, run
         assert list(hook.job_output.tail)[-1].startswith("{"), run  # nothing of the JVM's follows the result

@@ -8,6 +8,7 @@ import pytest
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
+from airflow_iceberg_provider.hooks.spark_submit_compat import SubmitHookSeam
 
 
 @pytest.fixture
@@ -26,16 +27,16 @@ def test_from_hook_keeps_the_command(spark_connections: None) -> None:
     conf = {"spark.ui.enabled": "false", "spark.log.level": "INFO"}
     base = SparkSubmitHook(conn_id="spark_local", conf=conf, py_files="a.zip", name="job")
     hook = SparkJobSubmitHook.from_hook(base)
-    assert hook._build_spark_submit_command("read.py") == base._build_spark_submit_command("read.py")
+    assert hook.build_command("read.py") == SubmitHookSeam.from_hook(base).build_command("read.py")
     assert hook.runs_driver_locally
 
 
 def test_spark_logs_at_warn_unless_the_submission_says_otherwise(spark_connections: None) -> None:
-    local = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_local"))._build_spark_submit_command("r.py")
+    local = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_local")).build_command("r.py")
     assert "spark.log.level=WARN" in local
     assert any(part.startswith("spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=") for part in local)
     cluster = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_cluster"))
-    command = cluster._build_spark_submit_command("r.py")
+    command = cluster.build_command("r.py")
     assert "spark.log.level=WARN" in command
     assert not any("extraJavaOptions" in part for part in command)  # the driver's JVM is not started here
 
@@ -46,7 +47,8 @@ def test_cluster_deploy_mode_has_no_local_driver(spark_connections: None) -> Non
 
 def test_lines_are_read_on_their_way_to_the_log(spark_connections: None) -> None:
     hook = SparkJobSubmitHook.from_hook(SparkSubmitHook(conn_id="spark_local"))
-    hook._process_spark_submit_log(iter(["INFO starting\n", '{"status":"ok","rows_out":3}\n', "INFO stopped\n"]))
+    for _ in hook.output_lines(iter(["INFO starting\n", '{"status":"ok","rows_out":3}\n', "INFO stopped\n"])):
+        pass
     assert hook.job_output.result == {"status": "ok", "rows_out": 3}
     assert list(hook.job_output.tail)[-1] == "INFO stopped"
 
@@ -65,7 +67,7 @@ def test_the_output_announces_the_spark_ui_and_the_yarn_tracking_page_once_each(
         "INFO SparkUI: Bound SparkUI to 0.0.0.0, and started at http://10.0.0.5:4041",
         '{"status":"ok"}',
     ]
-    assert list(hook._recorded(iter(lines))) == lines
+    assert list(hook.output_lines(iter(lines))) == lines
     assert seen == [
         (SparkDriverLogLink.name, "http://rm:8088/proxy/application_1_0001/"),
         (SparkUiLink.name, "http://10.0.0.5:4040"),

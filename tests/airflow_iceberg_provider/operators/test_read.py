@@ -105,7 +105,7 @@ def _submission(conn_id: str, lake_connection: str):
     )
     operator.prepare_submission(context={})
     hook = operator._get_hook()
-    return operator, hook, hook._build_spark_submit_command(operator.application)
+    return operator, hook, hook.build_command(operator.application)
 
 
 def test_the_command_line_carries_no_secret_and_the_environment_does(spark_connection, lake_connection) -> None:
@@ -143,7 +143,7 @@ def test_yarn_cluster_mode_sends_the_catalog_in_a_private_properties_file(monkey
         conf = f"spark.yarn.appMasterEnv.PYICEBERG_CATALOG__TESTING__S3__SECRET_ACCESS_KEY={SECRET}"
         assert conf in properties_file.read_text().splitlines()
     finally:
-        hook._remove_job_properties_file()
+        hook.remove_job_properties_file()
 
 
 def test_templated_fields_render() -> None:

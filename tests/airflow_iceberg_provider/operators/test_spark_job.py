@@ -55,9 +55,9 @@ def test_an_operator_needs_a_catalog_or_a_connection() -> None:
 
 def _finished_hook(exit_code: int, lines: list[str], deploy_mode: str | None = None) -> SparkJobSubmitHook:
     hook = SparkJobSubmitHook(conn_id="spark_default")
-    hook._connection = {**hook._connection, "deploy_mode": deploy_mode}
-    hook._submit_sp = subprocess.Popen(["sh", "-c", f"exit {exit_code}"])
-    hook._submit_sp.wait()
+    hook.deploy_mode = deploy_mode
+    hook.submit_process = subprocess.Popen(["sh", "-c", f"exit {exit_code}"])
+    hook.submit_process.wait()
     for line in lines:
         hook.job_output.add_line(line)
     return hook
@@ -68,7 +68,8 @@ def _finished_hook(exit_code: int, lines: list[str], deploy_mode: str | None = N
 )
 def test_a_failed_job_fails_the_task_with_its_reason_and_bad_input_is_not_retried(exit_code, failure) -> None:
     operator = ReadRows(task_id="read", catalog="lake", table="ns.t")
-    operator._hook = _finished_hook(exit_code, ["INFO starting", "error: table ns.t has no column 'x'", "INFO bye"])
+    lines = ["INFO starting", "error: table ns.t has no column 'x'", "INFO bye"]
+    operator.submitted_hook = _finished_hook(exit_code, lines)
     raised = operator._job_failure(AirflowException("spark-submit failed"))
     assert type(raised) is failure
     assert str(raised) == "read job on ns.t failed: table ns.t has no column 'x'"
@@ -76,19 +77,19 @@ def test_a_failed_job_fails_the_task_with_its_reason_and_bad_input_is_not_retrie
 
 def test_without_an_error_line_the_failure_is_spark_submits_own() -> None:
     operator = ReadRows(task_id="read", catalog="lake", table="ns.t")
-    operator._hook = _finished_hook(1, ["Exception in thread main"])
+    operator.submitted_hook = _finished_hook(1, ["Exception in thread main"])
     original = AirflowException("Cannot execute: spark-submit ...")
     assert operator._job_failure(original) is original
 
 
 def test_the_result_line_is_the_xcom_and_its_absence_fails_in_client_mode_only() -> None:
     operator = ReadRows(task_id="read", catalog="lake", table="ns.t")
-    operator._hook = _finished_hook(0, ['{"status":"ok","job":"read","rows_out":3}', "INFO shutdown"])
+    operator.submitted_hook = _finished_hook(0, ['{"status":"ok","job":"read","rows_out":3}', "INFO shutdown"])
     assert operator._job_result() == {"status": "ok", "job": "read", "rows_out": 3}
-    operator._hook = _finished_hook(0, ["INFO shutdown"])
+    operator.submitted_hook = _finished_hook(0, ["INFO shutdown"])
     with pytest.raises(IcebergJobError, match="printed no result line; output ended with:\nINFO shutdown"):
         operator._job_result()
-    operator._hook = _finished_hook(0, ["INFO submitted"], deploy_mode="cluster")
+    operator.submitted_hook = _finished_hook(0, ["INFO submitted"], deploy_mode="cluster")
     assert operator._job_result() is None
 
 

@@ -82,7 +82,7 @@ def test_no_secret_on_the_command_line_or_in_the_logged_command(monkeypatch, sec
     operator = _operator(monkeypatch, mode, secret_connection)
     hook = operator._get_hook()
     capfd.readouterr()
-    command = hook._build_spark_submit_command(operator.application)
+    command = hook.build_command(operator.application)
     try:
         _assert_no_secret(" ".join(command), f"the {mode} command line")
         output = capfd.readouterr()
@@ -101,7 +101,7 @@ def test_no_secret_on_the_command_line_or_in_the_logged_command(monkeypatch, sec
             assert f"{prefix}PYICEBERG_CATALOG__LAKE__ADLS__ACCOUNT_KEY=adls-account-key-5c1d" in text
             assert f"{prefix}PYICEBERG_CATALOG__LAKE__URI=postgresql+psycopg2\\://" not in text  # values keep ':'
     finally:
-        hook._remove_job_properties_file()
+        hook.remove_job_properties_file()
 
 
 def test_every_secret_is_masked_in_the_task_log(secret_connection, monkeypatch) -> None:
