@@ -1,6 +1,8 @@
 """Commit a ``SnapshotChange`` once, safely: asserted branch head, retries when safe, no guessed outcome.
 
-1. Refuse tables we cannot write (format other than v2/v3, v3 features we do not write: ``format_v3``).
+1. Refuse tables we cannot write (format other than v2/v3, v3 features we do not write: ``format_v3``), and a
+   change whose deletion vectors or file-scoped position deletes name a data file of another partition
+   (``delete_partitions``).
 2. With an idempotency key already committed to the branch (``idempotency``): commit nothing, delete the files the
    job wrote, and report that snapshot.
 3. Build the snapshot on the current metadata (one snapshot id for every attempt, so a landed attempt is
@@ -32,6 +34,7 @@ from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import Snapshot
 
 from spark_jobs.engine.commit.conflicts import validate_concurrent_commits
+from spark_jobs.engine.commit.delete_partitions import check_delete_partitions
 from spark_jobs.engine.commit.format_v3 import check_writable
 from spark_jobs.engine.commit.idempotency import CommittedKey, committed_snapshot_for_key
 from spark_jobs.engine.commit.outcome import (
@@ -106,6 +109,7 @@ def commit_change(
     earlier: CommittedKey | None = None
     try:
         require_writable_format(table)
+        check_delete_partitions(table, change, branch)
         if change.idempotency_key is not None:
             earlier = committed_snapshot_for_key(table, change.idempotency_key, branch=branch)
         if earlier is not None:

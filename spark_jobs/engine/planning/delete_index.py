@@ -4,7 +4,9 @@ The rules (spec: "Scan Planning"; data seq and delete seq are the entries' data 
 
 1. A deletion vector applies iff its ``referenced_data_file`` is the data file's path, data seq <= delete seq, and it
    has the data file's partition (spec id and partition tuple). When one applies, position delete files for that
-   data file are ignored. Two live DVs for one data file are corrupt metadata.
+   data file are ignored. Two live DVs for one data file are corrupt metadata, and so is a DV (or a position delete
+   file scoped to one data file) that names the data file, is not older than it, but has another partition: the
+   read fails naming both files, as Iceberg Java 1.12 does (``DeleteFileIndex.validatePartitionMatch``).
 2. A position delete file applies iff its ``referenced_data_file`` is null or the data file's path, data seq <=
    delete seq, and same partition. A file without ``referenced_data_file`` whose ``file_path`` bounds (field
    2147483546) are one path is indexed by that path; otherwise by partition, and then its bounds skip data files
@@ -191,11 +193,11 @@ class DeleteFileIndex:
 
     def _deletion_vector_for(self, path: str, partition: PartitionKey, sequence_number: int) -> DeletionVector | None:
         """The one DV for this data file, or None; two that apply mean corrupt metadata."""
-        applying = [
-            deletion_vector
-            for dv_partition, deletion_vector in self._deletion_vectors_by_path.get(path, ())
-            if dv_partition == partition and deletion_vector.data_sequence_number >= sequence_number
-        ]
+        applying = []
+        for dv_partition, deletion_vector in self._deletion_vectors_by_path.get(path, ()):
+            if deletion_vector.data_sequence_number >= sequence_number:
+                check_same_partition(deletion_vector.path, dv_partition, path, partition)
+                applying.append(deletion_vector)
         if len(applying) > 1:
             puffin_files = ", ".join(sorted(dv.path for dv in applying))
             raise CorruptFileError(f"data file {path} has {len(applying)} live deletion vectors: {puffin_files}")
@@ -208,11 +210,9 @@ class DeleteFileIndex:
         found: list[PositionDeleteFile] = []
         path_deletes = self._position_deletes_by_path.get(path)
         if path_deletes is not None:
-            found.extend(
-                delete_file
-                for delete_partition, delete_file in path_deletes.at_or_after(sequence_number)
-                if delete_partition == partition
-            )
+            for delete_partition, delete_file in path_deletes.at_or_after(sequence_number):
+                check_same_partition(delete_file.path, delete_partition, path, partition)
+                found.append(delete_file)
         partition_deletes = self._position_deletes_by_partition.get(partition)
         if partition_deletes is not None:
             path_bytes = path.encode("utf-8")
@@ -242,6 +242,20 @@ class DeleteFileIndex:
         """True when the delete file's spec has no partition fields (its equality deletes are global)."""
         spec = self._specs.get(delete_file.spec_id)
         return spec.is_unpartitioned() if spec is not None else len(delete_file.partition) == 0
+
+
+def check_same_partition(
+    delete_path: str, delete_partition: PartitionKey, data_path: str, data_partition: PartitionKey
+) -> None:
+    """Raise CorruptFileError naming both files when a delete file scoped to a data file has another partition."""
+    if delete_partition == data_partition:
+        return
+    what = "specs" if delete_partition[0] != data_partition[0] else "partition tuples"
+    raise CorruptFileError(
+        f"mismatched partition {what}: delete file {delete_path} (spec {delete_partition[0]}, partition "
+        f"{list(delete_partition[1])}) names data file {data_path} (spec {data_partition[0]}, partition "
+        f"{list(data_partition[1])}): metadata is corrupted"
+    )
 
 
 def partition_key(content_file: DataFile) -> PartitionKey:

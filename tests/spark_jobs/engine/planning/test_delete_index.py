@@ -219,10 +219,27 @@ def test_path_bounds_skip_position_delete_files_that_cannot_hold_the_path():
     assert [d.path for d in index.for_data_file(_data(1)).position_deletes] == ["near.parquet"]
 
 
-def test_position_deletes_naming_the_path_still_need_the_same_partition():
+def test_position_deletes_naming_the_path_in_another_partition_are_corrupt_metadata_naming_both_files():
     index = _index(_position_deletes(5, "pos.parquet", referenced_data_file=DATA_PATH, partition=("b",)))
-    assert index.for_data_file(_data(1)).position_deletes == ()
+    with pytest.raises(
+        CorruptFileError, match=r"partition tuples: delete file pos\.parquet .*\['b'\].* names data file "
+    ):
+        index.for_data_file(_data(1))
     assert len(index.for_data_file(_data(1, partition=("b",))).position_deletes) == 1
+    # older than the data file: it cannot apply, so its partition is not checked (as Iceberg Java)
+    assert index.for_data_file(_data(6)).position_deletes == ()
+
+
+def test_a_deletion_vector_of_another_partition_or_spec_is_corrupt_metadata_naming_both_files():
+    index = _index(_deletion_vector(4, "dv.puffin", partition=("b",)))
+    with pytest.raises(CorruptFileError) as raised:
+        index.for_data_file(_data(2))
+    message = str(raised.value)
+    assert "dv.puffin" in message and DATA_PATH in message and "partition tuples" in message
+    assert "metadata is corrupted" in message
+    other_spec = _index(_deletion_vector(4, "dv.puffin", spec_id=2))
+    with pytest.raises(CorruptFileError, match=r"mismatched partition specs: delete file dv\.puffin \(spec 2"):
+        other_spec.for_data_file(_data(2))
 
 
 def test_referenced_data_file_and_single_path_bounds_target_one_data_file():
@@ -247,9 +264,8 @@ def test_a_deletion_vector_replaces_position_delete_files_for_its_data_file():
     assert (applied.deletion_vector.content_offset, applied.deletion_vector.content_size_in_bytes) == (4, 40)
     assert applied.position_deletes == ()
     assert [d.path for d in applied.equality_deletes] == ["eq.parquet"]
-    # A data file newer than the DV keeps no DV; one in another partition with the same path neither.
+    # A data file newer than the DV keeps no DV.
     assert index.for_data_file(_data(5)).deletion_vector is None
-    assert index.for_data_file(_data(2, partition=("b",))).deletion_vector is None
 
 
 def test_two_live_deletion_vectors_for_one_data_file_are_corrupt_metadata():
