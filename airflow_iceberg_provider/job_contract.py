@@ -40,8 +40,26 @@ RESULT_FIELDS: Mapping[str, frozenset[str]] = {
         "rows_deleted_by_key",
         "position_deletes_added",
         "equality_deletes_added",
+        # The partitions the committed snapshot changed, read back from it: one object per partition (spec_id,
+        # partition as Iceberg's partition path text, files and rows added and removed); null when unknown.
+        "partitions_changed",
     },
     "read": _EVERY_RESULT | {"table", "snapshot_id", "output", "output_format", "counters", "rows_out"},
     "compact": _EVERY_RESULT | {"table", "snapshot_id", "dry_run", "operation", "file_groups"},
     "maintain": _EVERY_RESULT | {"action", "table", "dry_run", "snapshot_id"},
 }
+# The fields of each object in an ingest's ``partitions_changed``: the partition (its spec and its path text as
+# Iceberg names it on storage, "" when unpartitioned) and what the committed snapshot did there.
+PARTITION_CHANGE_FIELDS = frozenset(
+    {
+        "spec_id",
+        "partition",
+        "data_files_added",
+        "data_files_removed",
+        "delete_files_added",
+        "delete_files_removed",
+        "rows_added",
+        "rows_removed",
+        "deletes_added",
+    }
+)

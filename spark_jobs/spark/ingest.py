@@ -52,6 +52,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import StructType as SparkStructType
 
+from spark_jobs.engine.commit.changed_partitions import changed_partitions
 from spark_jobs.engine.commit.committer import (
     CommitOutcomeUnknownError,
     CommitResult,
@@ -150,7 +151,10 @@ def ingest(
                 "idempotency key %r already committed in snapshot %s", options.idempotency_key, earlier.snapshot_id
             )
             settled_quietly(table)  # a record an earlier, undecided try of this key left is decided now
-            return ingest_result(table_name, options, already_committed_result(earlier), outcome)
+            committed = already_committed_result(earlier)
+            return ingest_result(
+                table_name, options, committed, outcome, partitions=_partitions_changed(table, committed)
+            )
     start_snapshot = table.current_snapshot()
     start_id = start_snapshot.snapshot_id if start_snapshot else None
     checked, collected_keys = _check_source(table, source, options)
@@ -190,7 +194,26 @@ def ingest(
         raise
     committed = set() if result is None or result.already_committed else {item["file_path"] for item in written}
     delete_leftovers(context.table_location, context.write_id, committed, table.io)
-    return ingest_result(table_name, options, result, outcome, start_id=start_id)
+    partitions = _partitions_changed(table, result)
+    return ingest_result(table_name, options, result, outcome, start_id=start_id, partitions=partitions)
+
+
+def _partitions_changed(table: Table, result: CommitResult | None) -> list[dict[str, Any]] | None:
+    """The partitions the committed snapshot changed, read back from it; ``None`` (and a warning) when they cannot
+    be: the commit stands either way, and a snapshot an earlier try committed may have been expired since."""
+    if result is None:
+        return []
+    snapshot = table.metadata.snapshot_by_id(result.snapshot_id)
+    if snapshot is None:
+        log.warning("snapshot %s is no longer in the table: the partitions it changed are unknown", result.snapshot_id)
+        return None
+    try:
+        return changed_partitions(table, snapshot)
+    except Exception as error:  # reporting, not the commit: never fail a job that committed
+        log.warning(
+            "cannot read the partitions snapshot %s changed: %s: %s", result.snapshot_id, type(error).__name__, error
+        )
+        return None
 
 
 def reads_source_files_directly(options: IngestOptions) -> bool:

@@ -23,6 +23,7 @@ def test_both_sides_expect_the_same_result_fields_of_every_job() -> None:
     assert set(airflow_side.RESULT_FIELDS) == set(job_side.RESULT_FIELDS) == {"ingest", "read", "compact", "maintain"}
     for job, fields in job_side.RESULT_FIELDS.items():
         assert airflow_side.RESULT_FIELDS[job] == fields, job
+    assert airflow_side.PARTITION_CHANGE_FIELDS == job_side.PARTITION_CHANGE_FIELDS
 
 
 def _output(text: str) -> JobOutput:

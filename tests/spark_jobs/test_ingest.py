@@ -62,6 +62,7 @@ def test_spark_submit_ingest_creates_upserts_and_is_idempotent(testing_catalog, 
     assert missing_result_fields(result) == []
     assert result["operation"] == "append" and result["rows_added"] == 10 and result["data_files_added"] >= 1
     assert set(result["seconds"]) >= {"source", "plan", "write", "commit"}
+    assert [(p["partition"], p["rows_added"]) for p in result["partitions_changed"]] == [("day_month=2024-01", 10)]
 
     changes = tmp_path / "changes"
     changes.mkdir()
@@ -76,10 +77,14 @@ def test_spark_submit_ingest_creates_upserts_and_is_idempotent(testing_catalog, 
     assert upserted.returncode == 0, upserted.stderr[-4000:]
     first = _last_json_line(upserted.stdout)
     assert first["operation"] == "overwrite" and first["position_deletes_added"] == 1 and first["rows_added"] == 2
+    # The delete of id 2 lands in its month; both new rows (no day in the batch) in the null partition.
+    changed = {p["partition"]: (p["deletes_added"], p["rows_added"]) for p in first["partitions_changed"]}
+    assert changed == {"day_month=2024-01": (1, 0), "day_month=null": (0, 2)}
     again = _spark_submit(args)
     assert again.returncode == 0, again.stderr[-4000:]
     second = _last_json_line(again.stdout)
     assert second["already_committed"] and second["snapshot_id"] == first["snapshot_id"]
+    assert second["partitions_changed"] == first["partitions_changed"]
 
     rows = open_read_session("testing", table, columns=["id", "name"]).to_arrow().sort_by("id").to_pylist()
     expected = {i: f"n{i}" for i in range(10)} | {2: "two", 42: "forty-two"}

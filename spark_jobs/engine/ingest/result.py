@@ -24,8 +24,14 @@ def ingest_result(
     outcome: IngestOutcome,
     *,
     start_id: int | None = None,
+    partitions: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The job's final JSON object; without a commit (nothing to write), the snapshot the job started from."""
+    """The job's final JSON object; without a commit (nothing to write), the snapshot the job started from.
+
+    ``partitions`` are the partitions the committed snapshot changed (``commit.changed_partitions``); ``None``
+    when they could not be read back (the result says so with ``null``: the commit itself stands); no commit
+    changed none.
+    """
     summary = result.summary if result else {}
 
     def count(key: str) -> int:
@@ -50,5 +56,6 @@ def ingest_result(
         "rows_deleted_by_key": outcome.rows_deleted,
         "position_deletes_added": count("added-position-deletes"),
         "equality_deletes_added": count("added-equality-deletes"),
+        "partitions_changed": partitions if result else [],
         "seconds": {name: round(value, 3) for name, value in outcome.phases.items()},
     }
