@@ -6,6 +6,11 @@
 So ``sales.orders`` in catalog ``lake`` is ``iceberg://lake/sales/orders``. The provider registers a normalizer for
 the scheme (``get_provider_info``: ``asset-uris``) that lower-cases the catalog and rejects URIs of another shape.
 
+A table also has a partitioned asset, ``iceberg://<catalog>/<namespace>/<table>/partitions`` (Airflow 3.3+: an
+ingest emits one event on it per partition it changed, keyed by the partition's path text; see
+``partition_events``). It is an asset of its own so that DAGs scheduled on the table's asset keep getting one
+event per commit: Airflow queues a DAG that is not partitioned only for events without a partition key.
+
 Airflow keeps one Asset per (name, URI), watchers included: when a DAG file declares the table's Asset without the
 watcher another declaration carries, parsing that file removes the watcher. So what an operator declares for its
 table by itself can never replace a declaration of the user's:
@@ -23,6 +28,7 @@ from typing import Any
 from urllib.parse import SplitResult
 
 SCHEME = "iceberg"
+PARTITIONS_SEGMENT = "partitions"
 DEFAULT_WATCH_POLL_SECONDS = 60.0
 
 
@@ -33,6 +39,11 @@ def table_asset_uri(catalog: str, table: str) -> str:
     if not catalog:
         raise ValueError(f"table {table!r} needs a catalog name for its asset URI")
     return f"{SCHEME}://{catalog.lower()}/{namespace}/{name}"
+
+
+def partitions_asset_uri(catalog: str, table: str) -> str:
+    """The URI of the table's partitioned asset (module doc): the table's URI and ``/partitions``."""
+    return f"{table_asset_uri(catalog, table)}/{PARTITIONS_SEGMENT}"
 
 
 def check_table_identifier(table: str, owner: str = "") -> None:
@@ -54,6 +65,14 @@ def iceberg_table_asset(catalog: str, table: str, **kwargs: Any) -> Any:
     from airflow.sdk import Asset
 
     return Asset(uri=table_asset_uri(catalog, table), **kwargs)
+
+
+def iceberg_partitions_asset(catalog: str, table: str, **kwargs: Any) -> Any:
+    """The table's partitioned ``Asset`` (module doc): schedule a DAG on it with ``PartitionedAssetTimetable`` to
+    run once per partition an ingest changed, with ``dag_run.partition_key`` the partition's path text."""
+    from airflow.sdk import Asset
+
+    return Asset(uri=partitions_asset_uri(catalog, table), **kwargs)
 
 
 def watched_table_asset(
@@ -112,9 +131,13 @@ def operator_table_asset(
 
     ``declared`` holds the task's own inlets and outlets, ``scheduled_on`` the Assets its DAG is scheduled on.
     """
+    return operator_asset(table_asset_uri(catalog, table), declared, scheduled_on, outlet=outlet)
+
+
+def operator_asset(uri: str, declared: list[Any], scheduled_on: list[Any], *, outlet: bool) -> Any | None:
+    """What an operator declares for the asset at ``uri`` (rules 1-3 above); ``None`` for nothing."""
     from airflow.sdk import Asset
 
-    uri = table_asset_uri(catalog, table)
     if any(declared_uri(obj) == uri for obj in declared):
         return None
     scheduled = next((asset for asset in scheduled_on if asset.uri == uri), None)
@@ -124,15 +147,16 @@ def operator_table_asset(
 
 
 def sanitize_uri(uri: SplitResult) -> SplitResult:
-    """Airflow's normalizer for ``iceberg://`` asset URIs: lower-case catalog, exactly namespace and table."""
+    """Airflow's normalizer for ``iceberg://`` asset URIs: lower-case catalog, namespace and table (and
+    ``partitions`` for a table's partitioned asset)."""
     if not uri.netloc:
         raise ValueError(
             f"Iceberg asset URI {uri.geturl()!r} has no catalog: use iceberg://<catalog>/<namespace>/<table>"
         )
     segments = [segment for segment in uri.path.split("/") if segment]
-    if len(segments) != 2:
+    if len(segments) != 2 and not (len(segments) == 3 and segments[2] == PARTITIONS_SEGMENT):
         raise ValueError(
             f"Iceberg asset URI {uri.geturl()!r} must have a namespace and a table: "
-            "iceberg://<catalog>/<namespace>/<table>"
+            f"iceberg://<catalog>/<namespace>/<table>, or its partitions: .../<table>/{PARTITIONS_SEGMENT}"
         )
     return uri._replace(netloc=uri.netloc.lower(), path="/" + "/".join(segments))

@@ -65,7 +65,8 @@ PARTITION_CHANGE_FIELDS = frozenset(
         "delete_files_removed",
         "rows_added",
         "rows_removed",
-        "deletes_added",
+        "position_deletes_added",
+        "equality_deletes_added",
     }
 )
 

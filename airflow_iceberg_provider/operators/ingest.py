@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_iceberg_provider.assets import partitions_asset_uri, table_asset_uri
 from airflow_iceberg_provider.lineage import Files, LineageDatasets, LineageItem, TableVersion
 from airflow_iceberg_provider.operators._arguments import (
     INGEST_DELETE_MODES,
@@ -18,6 +19,8 @@ from airflow_iceberg_provider.operators.spark_job import (
     flag_arguments,
     optional_text,
 )
+from airflow_iceberg_provider.partition_events import record_ingest_events
+from airflow_iceberg_provider.snapshot_watch import changed_partitions
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -41,7 +44,10 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
 
     A retried task never duplicates data: the commit records an idempotency key in its snapshot summary (default:
     DAG id, run id, task id and map index), and a job whose key is already committed does nothing and reports that
-    snapshot. The table is declared as an outlet Asset, so data-aware DAGs run after an ingest.
+    snapshot. The table is declared as an outlet Asset, so data-aware DAGs run after an ingest; its event's extra
+    names the snapshot and the partitions changed. On Airflow 3.3+ the table's partitioned asset
+    (``iceberg_partitions_asset``) also gets one event per changed partition, keyed by the partition's path text
+    (``partition_events``).
 
     :param source: URI of the files to load. (templated)
     :param source_format: ``parquet``, ``csv`` or ``json``. (templated)
@@ -135,6 +141,46 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
     def declares_output(self) -> bool:
         """Ingest writes rows: the table is an outlet."""
         return True
+
+    def declares_partition_events(self) -> bool:
+        """Ingest announces each changed partition on the table's partitioned asset (Airflow 3.3+)."""
+        return True
+
+    def execute(self, context: Context) -> dict[str, Any] | None:  # type: ignore[override]
+        """Run the job, then set the table's asset event and the partitioned ones (``partition_events``)."""
+        result = super().execute(context)
+        if result is not None:
+            self.record_asset_events(context, result)
+        return result
+
+    def record_asset_events(self, context: Context, result: dict[str, Any]) -> None:
+        """The table's event and one per changed partition, from the job's ``partitions_changed``."""
+        catalog = self._asset_catalog()
+        if not catalog:
+            return
+        table_outlet = self.declared_outlet(table_asset_uri(catalog, self.table))
+        partitions_outlet = self.declared_outlet(partitions_asset_uri(catalog, self.table))
+        partitions = self._partitions_changed(result)
+        keys = record_ingest_events(context, table_outlet, partitions_outlet, result, partitions)
+        if keys:
+            shown = ", ".join(keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+            self.log.info("asset events for %d changed partition(s): %s", len(keys), shown)
+        elif partitions_outlet is not None:
+            # No partition changed (or none Airflow can key): no unkeyed event on the partitioned asset either.
+            self.outlets = [outlet for outlet in self.outlets if outlet is not partitions_outlet]
+
+    def _partitions_changed(self, result: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The job's ``partitions_changed``; when it could not say, read from the committed snapshot here."""
+        reported = result.get("partitions_changed")
+        if reported is not None or result.get("snapshot_id") is None:
+            return list(reported) if reported is not None else None
+        try:
+            table = self.catalog_hook().load_table(self.table)
+            snapshot = table.snapshot_by_id(int(result["snapshot_id"]))
+            return changed_partitions(table, snapshot) if snapshot is not None else None
+        except Exception as error:  # the commit stands; only the partitioned events are lost
+            self.log.warning("cannot read the partitions snapshot %s changed: %s", result["snapshot_id"], error)
+            return None
 
     def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
         """The source's files -> the table at the committed snapshot (not known before the job)."""

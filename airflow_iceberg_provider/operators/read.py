@@ -14,11 +14,13 @@ from airflow_iceberg_provider.operators._arguments import (
     check_integer,
 )
 from airflow_iceberg_provider.operators.spark_job import (
+    IcebergJobInputError,
     IcebergSparkJobOperator,
     column_list,
     flag_arguments,
     optional_text,
 )
+from airflow_iceberg_provider.partition_filter import PartitionKeyError, partition_row_filter
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -47,6 +49,10 @@ class IcebergReadOperator(IcebergSparkJobOperator):
     :param as_of: Read the snapshot current at this time: epoch milliseconds or ISO-8601. (templated)
     :param columns: Columns to return, a list or a comma-separated string (default: all). (templated)
     :param row_filter: Row filter in pyiceberg's syntax, e.g. ``"id > 5"``. (templated)
+    :param partition_key: Read only this partition: its path text as Iceberg names it on storage, the key of a
+        partitioned asset event (``"{{ dag_run.partition_key }}"`` in a DAG scheduled on the table's partitioned
+        asset). Turned into a row filter on the partition's source columns (``partition_filter``), and-ed with
+        ``row_filter``. (templated)
     :param output_format: ``parquet`` or ``csv``. (templated)
     :param write_mode: ``error`` (fail if ``output_path`` exists) or ``overwrite``. (templated)
     :param split_size: Target bytes per Spark task (default: the table's). (templated)
@@ -64,6 +70,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         "as_of",
         "columns",
         "row_filter",
+        "partition_key",
         "output_format",
         "write_mode",
         "split_size",
@@ -80,6 +87,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         as_of: int | str | None = None,
         columns: str | Sequence[str] | None = None,
         row_filter: str | None = None,
+        partition_key: str | None = None,
         output_format: str = "parquet",
         write_mode: str = "error",
         split_size: int | str | None = None,
@@ -105,6 +113,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         self.as_of = as_of
         self.columns = columns
         self.row_filter = row_filter
+        self.partition_key = partition_key
         self.output_format = output_format
         self.write_mode = write_mode
         self.split_size = split_size
@@ -131,15 +140,14 @@ class IcebergReadOperator(IcebergSparkJobOperator):
             ("--ref", self.ref),
             ("--as-of", self.as_of),
         ]
+        row_filter = self.effective_row_filter()
         if self.aggregates is not None:  # joined as columns are
-            return flag_arguments(
-                [*snapshot, ("--filter", self.row_filter), ("--aggregate", column_list(self.aggregates))]
-            )
+            return flag_arguments([*snapshot, ("--filter", row_filter), ("--aggregate", column_list(self.aggregates))])
         return flag_arguments(
             [
                 *snapshot,
                 ("--columns", column_list(self.columns)),
-                ("--filter", self.row_filter),
+                ("--filter", row_filter),
                 ("--output", self.output_path),
                 ("--output-format", self.output_format),
                 ("--mode", self.write_mode),
@@ -147,3 +155,24 @@ class IcebergReadOperator(IcebergSparkJobOperator):
                 ("--driver-max-bytes", self.driver_max_bytes),
             ]
         )
+
+    def effective_row_filter(self) -> str | None:
+        """``row_filter``, and-ed with the filter of ``partition_key`` when one is given (``partition_filter``)."""
+        key = optional_text(self.partition_key)
+        row_filter = optional_text(self.row_filter)
+        if key is None:
+            return row_filter
+        try:
+            table = self.catalog_hook().load_table(self.table)
+            partition = partition_row_filter(table, key)
+        except PartitionKeyError as error:
+            raise IcebergJobInputError(f"read of {self.table}: {error}") from error
+        if partition.uncovered:
+            self.log.warning(
+                "partition %s: fields %s cannot be written as a row filter (bucket, void or binary): the read covers "
+                "every partition that matches the others",
+                key,
+                ", ".join(partition.uncovered),
+            )
+        self.log.info("partition %s reads rows matching: %s", key, partition.row_filter)
+        return f"({partition.row_filter}) AND ({row_filter})" if row_filter else partition.row_filter

@@ -20,7 +20,14 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperatorLink
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_iceberg_provider.assets import check_table_identifier, operator_table_asset, schedule_assets
+from airflow_iceberg_provider.assets import (
+    check_table_identifier,
+    declared_uri,
+    operator_asset,
+    operator_table_asset,
+    partitions_asset_uri,
+    schedule_assets,
+)
 from airflow_iceberg_provider.engine_package import engine_zip, job_script
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
@@ -28,6 +35,7 @@ from airflow_iceberg_provider.hooks.spark_submit_compat import SubmitOperatorSea
 from airflow_iceberg_provider.job_contract import EXIT_USAGE
 from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion, describe_table, operator_lineage
 from airflow_iceberg_provider.links import SparkDriverLogLink, SparkUiLink
+from airflow_iceberg_provider.partition_events import task_partition_keys_supported
 from airflow_iceberg_provider.settings import ProviderSettings
 
 if TYPE_CHECKING:
@@ -116,6 +124,10 @@ class IcebergSparkJobOperator(SubmitOperatorSeam):
         """Whether the job writes the table's rows (the table is an outlet) rather than only reading it (inlet)."""
         return False
 
+    def declares_partition_events(self) -> bool:
+        """Whether the job's commits are announced per partition on the table's partitioned asset (ingest)."""
+        return False
+
     def lineage_datasets(self, result: dict[str, Any] | None, current_snapshot_id: int | None) -> LineageDatasets:
         """Lineage inputs and outputs before the job (``result`` is ``None``) and after it; default: reads the table."""
         snapshot_id = result.get("snapshot_id") if result else current_snapshot_id
@@ -200,12 +212,19 @@ class IcebergSparkJobOperator(SubmitOperatorSeam):
         scheduled_on = schedule_assets(getattr(timetable, "asset_condition", None))
         declared = [*self.inlets, *self.outlets]
         asset = operator_table_asset(catalog, self.table, declared, scheduled_on, outlet=self.declares_output())
-        if asset is None:
-            return
-        if self.declares_output():
+        if asset is not None and self.declares_output():
             self.outlets = [*self.outlets, asset]
-        else:
+        elif asset is not None:
             self.inlets = [*self.inlets, asset]
+        if self.declares_partition_events() and task_partition_keys_supported():
+            uri = partitions_asset_uri(catalog, self.table)
+            partitions = operator_asset(uri, declared, scheduled_on, outlet=True)
+            if partitions is not None:
+                self.outlets = [*self.outlets, partitions]
+
+    def declared_outlet(self, uri: str) -> Any | None:
+        """The task's outlet naming ``uri`` (an Asset or a reference), if it has one."""
+        return next((outlet for outlet in self.outlets if declared_uri(outlet) == uri), None)
 
     def get_openlineage_facets_on_start(self) -> Any:
         """OpenLineage inputs and outputs before the job runs (``None`` without the OpenLineage provider)."""

@@ -151,9 +151,9 @@ def ingest(
                 "idempotency key %r already committed in snapshot %s", options.idempotency_key, earlier.snapshot_id
             )
             settled_quietly(table)  # a record an earlier, undecided try of this key left is decided now
-            committed = already_committed_result(earlier)
+            reported = already_committed_result(earlier)
             return ingest_result(
-                table_name, options, committed, outcome, partitions=_partitions_changed(table, committed)
+                table_name, options, reported, outcome, partitions=_partitions_changed(table, reported)
             )
     start_snapshot = table.current_snapshot()
     start_id = start_snapshot.snapshot_id if start_snapshot else None

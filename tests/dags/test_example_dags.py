@@ -21,6 +21,7 @@ EXAMPLE_DAGS = {
     "iceberg_backfill_time_travel",
     "iceberg_on_new_snapshot",
     "iceberg_spark_submit_read",
+    "iceberg_partition_refresh",
 }
 
 
@@ -40,9 +41,13 @@ def test_every_example_dag_imports(dag_bag: DagBag) -> None:
 
 def test_the_ingest_outlet_is_the_asset_the_event_driven_dag_waits_for(dag_bag: DagBag) -> None:
     outlet = dag_bag.dags["iceberg_hourly_ingest"].get_task("ingest_hour").outlets
-    assert [asset.uri for asset in outlet] == ["iceberg://testing/example_dags/events"]
-    # A reference: it names the watched Asset declared by iceberg_on_new_snapshot and never replaces it.
-    assert type(outlet[0]).__name__ == "AssetUriRef"
+    # The table, and (Airflow 3.3+) its partitioned asset, which iceberg_partition_refresh is scheduled on.
+    assert [asset.uri for asset in outlet] == [
+        "iceberg://testing/example_dags/events",
+        "iceberg://testing/example_dags/events/partitions",
+    ]
+    # References: they name the Assets declared by iceberg_on_new_snapshot and iceberg_partition_refresh.
+    assert {type(asset).__name__ for asset in outlet} == {"AssetUriRef"}
     on_new = dag_bag.dags["iceberg_on_new_snapshot"]
     (scheduled_on,) = on_new.timetable.asset_condition.objects
     assert scheduled_on.uri == "iceberg://testing/example_dags/events"
@@ -81,6 +86,17 @@ def test_the_watcher_survives_every_example_file_being_parsed() -> None:
             "airflow_iceberg_provider.triggers.snapshot.IcebergCatalogSnapshotTrigger"
         ]
         session.get(DagModel, "iceberg_on_new_snapshot").is_paused = True
+
+
+def test_the_partition_refresh_runs_per_partition_and_reads_only_it(dag_bag: DagBag) -> None:
+    from airflow.sdk import PartitionedAssetTimetable
+
+    dag = dag_bag.dags["iceberg_partition_refresh"]
+    assert isinstance(dag.timetable, PartitionedAssetTimetable)
+    assert dag.timetable.asset_condition.uri == "iceberg://testing/example_dags/events/partitions"
+    refresh = dag.get_task("refresh_partition")
+    assert refresh.partition_key == "{{ dag_run.partition_key }}"
+    assert refresh.output_path.endswith("/partition_refresh/{{ dag_run.partition_key }}")
 
 
 def test_nightly_compaction_is_gated_by_the_sensor(dag_bag: DagBag) -> None:

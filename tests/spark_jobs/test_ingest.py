@@ -78,7 +78,7 @@ def test_spark_submit_ingest_creates_upserts_and_is_idempotent(testing_catalog, 
     first = _last_json_line(upserted.stdout)
     assert first["operation"] == "overwrite" and first["position_deletes_added"] == 1 and first["rows_added"] == 2
     # The delete of id 2 lands in its month; both new rows (no day in the batch) in the null partition.
-    changed = {p["partition"]: (p["deletes_added"], p["rows_added"]) for p in first["partitions_changed"]}
+    changed = {p["partition"]: (p["position_deletes_added"], p["rows_added"]) for p in first["partitions_changed"]}
     assert changed == {"day_month=2024-01": (1, 0), "day_month=null": (0, 2)}
     again = _spark_submit(args)
     assert again.returncode == 0, again.stderr[-4000:]

@@ -38,7 +38,8 @@ class PartitionChange:
     delete_files_removed: int = 0
     rows_added: int = 0
     rows_removed: int = 0
-    deletes_added: int = 0
+    position_deletes_added: int = 0  # rows deleted by position (position delete files and deletion vectors)
+    equality_deletes_added: int = 0  # delete keys (each may delete any number of rows)
 
     def count(self, entry: ManifestEntry) -> None:
         """Count one entry the snapshot made (ADDED or DELETED)."""
@@ -53,7 +54,10 @@ class PartitionChange:
                 self.rows_removed += data_file.record_count
         elif added:
             self.delete_files_added += 1
-            self.deletes_added += data_file.record_count
+            if data_file.content == DataFileContent.EQUALITY_DELETES:
+                self.equality_deletes_added += data_file.record_count
+            else:
+                self.position_deletes_added += data_file.record_count
         else:
             self.delete_files_removed += 1
 

@@ -89,7 +89,11 @@ def test_templated_fields_render_and_the_table_is_an_outlet() -> None:
         )
     operator.render_template_fields({"ds": "2026-01-02", "params": {"key": "id"}}, jinja_env=dag.get_template_env())
     assert (operator.source, operator.key) == ("/landing/2026-01-02", "id")
-    assert [asset.uri for asset in operator.outlets] == ["iceberg://lake/sales/orders"]
+    # The table and its partitioned asset (Airflow 3.3+: one event per changed partition).
+    assert [asset.uri for asset in operator.outlets] == [
+        "iceberg://lake/sales/orders",
+        "iceberg://lake/sales/orders/partitions",
+    ]
     assert operator.inlets == []
 
 
