@@ -8,12 +8,15 @@ in the metadata database; those move the watchers' cursors in the state store, t
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Hashable, Sequence
 from typing import Any
 
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
 from airflow_iceberg_provider.triggers._catalog_watch import CatalogKey, catalog_hook, poller_for
+
+log = logging.getLogger(__name__)
 
 
 class SnapshotStreamProducer(SharedStreamProducer):
@@ -26,6 +29,7 @@ class SnapshotStreamProducer(SharedStreamProducer):
     async def open_stream(self) -> AsyncIterator[tuple[Any, Any]]:
         """Poll every round (the shortest interval of the watchers); yield each event with its receipt."""
         hook = catalog_hook(self.key)
+        log.info("poll loop for catalog %s started", self.key)
         while True:
             for event, receipt in await self.poller.poll(hook):
                 yield event, receipt

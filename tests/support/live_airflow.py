@@ -3,12 +3,15 @@
 1. ``prepare`` writes an Airflow home of its own (LocalExecutor, the repository's ``dags/``, short parse and poll
    intervals) and migrates its database (a PostgreSQL database of the session's server);
 2. ``start`` starts ``airflow scheduler``, ``airflow dag-processor`` and ``airflow triggerer`` as child processes in
-   their own process groups, stopped by PID in ``stop``;
+   their own process groups, stopped by PID in ``stop`` (one of them alone: ``stop_process`` with the signal of
+   one's choice, ``start_process``);
 3. the test reads and changes the deployment through the same database (``sql``), as the UI would.
 
-No API server: the scheduler creates runs, the triggerer runs watchers and the DAG processor writes DAGs without
-one (they run the execution API in process). Tasks never start because the default pool has no slots, so the
-test measures scheduling alone and leaves the two cores to the processes that matter.
+Unless ``run_tasks`` is set there is no API server: the scheduler creates runs, the triggerer runs watchers and the
+DAG processor writes DAGs without one (they run the execution API in process), and tasks never start because the
+default pool has no slots, so the test measures scheduling alone and leaves the two cores to the processes that
+matter. With ``run_tasks``, ``airflow api-server`` (one worker, on a free loopback port) serves the execution API
+the scheduler's LocalExecutor's tasks talk to.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, TypeVar
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = ("scheduler", "dag-processor", "triggerer")
+TASK_PROCESSES = ("api-server", *PROCESSES)
 T = TypeVar("T")
 
 
@@ -37,6 +41,19 @@ class LiveAirflow:
     database_uri: str
     extra_env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    run_tasks: bool = False
+    ports: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from tests.support.services import free_port
+
+        # Log servers on ports of their own (a machine may run several deployments); the API server's when used.
+        self.ports = {name: free_port() for name in ("api", "worker_logs", "trigger_logs")}
+
+    @property
+    def process_names(self) -> tuple[str, ...]:
+        """The processes this deployment runs."""
+        return TASK_PROCESSES if self.run_tasks else PROCESSES
 
     @property
     def env(self) -> dict[str, str]:
@@ -57,6 +74,14 @@ class LiveAirflow:
                 "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "1",
                 "AIRFLOW__TRIGGERER__CAPACITY": "10",
                 "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(self.ports["worker_logs"]),
+                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(self.ports["trigger_logs"]),
+                "AIRFLOW__API__HOST": "127.0.0.1",
+                "AIRFLOW__API__PORT": str(self.ports["api"]),
+                "AIRFLOW__API__WORKERS": "1",
+                "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{self.ports['api']}",
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{self.ports['api']}/execution/",
+                "AIRFLOW__API_AUTH__JWT_SECRET": "live-airflow-test-secret",
             }
         )
         env.update(self.extra_env)
@@ -78,22 +103,41 @@ class LiveAirflow:
         return result.stdout
 
     def prepare(self) -> None:
-        """Migrate the database, then take every slot from the default pool (runs are created, tasks never start)."""
+        """Migrate the database; unless ``run_tasks``, take every slot from the default pool (runs are created,
+        tasks never start)."""
         self.home.mkdir(parents=True, exist_ok=True)
         self.airflow("db", "migrate")
-        self.sql("UPDATE slot_pool SET slots = 0 WHERE pool = 'default_pool'")
+        if not self.run_tasks:
+            self.sql("UPDATE slot_pool SET slots = 0 WHERE pool = 'default_pool'")
 
     def start(self) -> None:
-        """Start the scheduler, the DAG processor and the triggerer, each logging to ``<home>/<name>.log``."""
-        for name in PROCESSES:
-            log = (self.home / f"{name}.log").open("ab")
-            self.processes[name] = subprocess.Popen(
-                [sys.executable, "-m", "airflow", name],
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        """Start the scheduler, the DAG processor and the triggerer (and the API server with ``run_tasks``), each
+        logging to ``<home>/<name>.log``."""
+        for name in self.process_names:
+            self.start_process(name)
+
+    def start_process(self, name: str) -> None:
+        """Start one of ``PROCESSES`` (again), appending to its log."""
+        log = (self.home / f"{name}.log").open("ab")
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", "airflow", name],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def stop_process(self, name: str, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+        """Send ``sig`` to one process's group and wait for it (SIGKILL after ``timeout`` seconds)."""
+        process = self.processes.pop(name)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=timeout)
 
     def stop(self, timeout: float = 5) -> None:
         """Stop each process group by its leader's PID: SIGTERM, then SIGKILL after ``timeout`` seconds."""
@@ -122,7 +166,7 @@ class LiveAirflow:
 
     def logs(self) -> str:
         """Every process's log tail, for failure messages."""
-        return "\n".join(f"--- {name}\n{self.log_tail(name)}" for name in PROCESSES)
+        return "\n".join(f"--- {name}\n{self.log_tail(name)}" for name in self.process_names)
 
     def sql(self, statement: str, **params: Any) -> list[tuple[Any, ...]]:
         """Run one statement on the metadata database; the rows it returns (none for an update)."""
@@ -150,9 +194,11 @@ class LiveAirflow:
 
 
 @contextlib.contextmanager
-def live_airflow(home: Path, database_uri: str, extra_env: dict[str, str]) -> Iterator[LiveAirflow]:
+def live_airflow(
+    home: Path, database_uri: str, extra_env: dict[str, str], *, run_tasks: bool = False
+) -> Iterator[LiveAirflow]:
     """A prepared and started deployment, stopped by PID on the way out."""
-    deployment = LiveAirflow(home=home, database_uri=database_uri, extra_env=extra_env)
+    deployment = LiveAirflow(home=home, database_uri=database_uri, extra_env=extra_env, run_tasks=run_tasks)
     deployment.prepare()
     deployment.start()
     try:
