@@ -111,8 +111,10 @@ def deployment(session_tmp: Path, testing_catalog):
     with live_airflow(home, database, env, run_tasks=True) as airflow:
         airflow.wait_for(
             "the test DAGs in the database",
-            lambda: {row[0] for row in airflow.sql("SELECT dag_id FROM dag")}
-            >= {"iceberg_partition_refresh", "live_partition_ingest", "live_watch"},
+            lambda: (
+                {row[0] for row in airflow.sql("SELECT dag_id FROM dag")}
+                >= {"iceberg_partition_refresh", "live_partition_ingest", "live_watch"}
+            ),
             timeout=240,
         )
         assert airflow.sql("SELECT filename, stacktrace FROM import_error") == []
