@@ -14,6 +14,15 @@ def test_uri_of_a_table() -> None:
     assert table_asset_uri("lake", "lake.sales.orders") == "iceberg://lake/lake.sales/orders"
 
 
+def test_a_tables_partitioned_asset_is_its_uri_and_partitions() -> None:
+    from airflow_iceberg_provider.assets import iceberg_partitions_asset
+
+    assert iceberg_partitions_asset("Lake", "sales.orders").uri == "iceberg://lake/sales/orders/partitions"
+    assert Asset("iceberg://LAKE/sales/orders/partitions/").uri == "iceberg://lake/sales/orders/partitions"
+    with pytest.raises(ValueError, match="or its partitions"):
+        Asset("iceberg://lake/sales/orders/files")
+
+
 def test_a_table_needs_a_namespace() -> None:
     with pytest.raises(ValueError, match="'orders' needs a namespace"):
         table_asset_uri("lake", "orders")
@@ -77,4 +86,6 @@ def test_the_operator_keeps_the_users_asset_and_reuses_its_dags_watched_one() ->
             task_id="ingest", catalog="lake", table="sales.orders", source="/s", outlets=[watched]
         )
     assert read.inlets == [watched]
-    assert ingest.outlets == [watched]
+    # The user's Asset kept as is; beside it (Airflow 3.3+) a reference to the table's partitioned asset.
+    assert ingest.outlets[0] is watched
+    assert [outlet.uri for outlet in ingest.outlets[1:]] == ["iceberg://lake/sales/orders/partitions"]
