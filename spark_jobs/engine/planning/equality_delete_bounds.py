@@ -16,12 +16,27 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pyiceberg.conversions import from_bytes
-from pyiceberg.manifest import DataFile
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField, PrimitiveType
+
+
+class ColumnStatistics(Protocol):
+    """What the check reads of a file: its value and null counts and its bounds, per field id."""
+
+    @property
+    def value_counts(self) -> dict[int, int] | None: ...
+
+    @property
+    def null_value_counts(self) -> dict[int, int] | None: ...
+
+    @property
+    def lower_bounds(self) -> dict[int, bytes] | None: ...
+
+    @property
+    def upper_bounds(self) -> dict[int, bytes] | None: ...
 
 
 def equality_fields(schema: Schema, equality_ids: Sequence[int]) -> list[NestedField]:
@@ -37,7 +52,9 @@ def equality_fields(schema: Schema, equality_ids: Sequence[int]) -> list[NestedF
     return fields
 
 
-def can_contain_equality_deletes(data_file: DataFile, delete_file: DataFile, fields: Sequence[NestedField]) -> bool:
+def can_contain_equality_deletes(
+    data_file: ColumnStatistics, delete_file: ColumnStatistics, fields: Sequence[NestedField]
+) -> bool:
     """False when the statistics of ``fields`` prove no row of ``data_file`` equals a row of ``delete_file``."""
     for field in fields:
         if _contains_null(data_file, field) and _contains_null(delete_file, field):
@@ -66,11 +83,11 @@ def _bound(bounds: dict[int, bytes] | None, field: NestedField) -> Any:
         return None
 
 
-def _null_count(content_file: DataFile, field: NestedField) -> int | None:
+def _null_count(content_file: ColumnStatistics, field: NestedField) -> int | None:
     return (content_file.null_value_counts or {}).get(field.field_id)
 
 
-def _contains_null(content_file: DataFile, field: NestedField) -> bool:
+def _contains_null(content_file: ColumnStatistics, field: NestedField) -> bool:
     """True unless the field is required or the file records zero nulls for it."""
     if field.required:
         return False
@@ -78,7 +95,7 @@ def _contains_null(content_file: DataFile, field: NestedField) -> bool:
     return null_count is None or null_count > 0
 
 
-def _all_null(content_file: DataFile, field: NestedField) -> bool:
+def _all_null(content_file: ColumnStatistics, field: NestedField) -> bool:
     """True when the file records as many nulls as values for an optional field."""
     if field.required:
         return False
@@ -87,7 +104,7 @@ def _all_null(content_file: DataFile, field: NestedField) -> bool:
     return null_count is not None and value_count is not None and null_count == value_count
 
 
-def _all_non_null(content_file: DataFile, field: NestedField) -> bool:
+def _all_non_null(content_file: ColumnStatistics, field: NestedField) -> bool:
     """True when the field is required or the file records zero nulls for it."""
     if field.required:
         return True

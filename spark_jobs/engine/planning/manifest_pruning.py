@@ -92,8 +92,10 @@ class ManifestPruner:
             return data_file.record_count > 0
         return self._metrics_evaluator(data_file)
 
-    def select_entries(self, manifests: Sequence[ManifestFile], io: FileIO, metrics: ScanMetrics) -> PrunedEntries:
-        """Read the manifests that may match, in parallel, and keep the entries that may match."""
+    def select_manifests(
+        self, manifests: Sequence[ManifestFile], metrics: ScanMetrics
+    ) -> tuple[list[ManifestFile], list[ManifestFile]]:
+        """The data and the delete manifests to read (module doc, steps 1, 2 and 4)."""
         metrics.manifests_total += len(manifests)
         kept_data_manifests: list[ManifestFile] = []
         for manifest in (m for m in manifests if m.content != ManifestContent.DELETES):
@@ -114,9 +116,13 @@ class ManifestPruner:
             and (m.sequence_number or INITIAL_SEQUENCE_NUMBER) >= min_data_sequence_number
             and self.manifest_may_match(m)
         ]
-        kept_manifests = kept_data_manifests + kept_delete_manifests
-        metrics.manifests_pruned += len(manifests) - len(kept_manifests)
+        metrics.manifests_pruned += len(manifests) - len(kept_data_manifests) - len(kept_delete_manifests)
+        return kept_data_manifests, kept_delete_manifests
 
+    def select_entries(self, manifests: Sequence[ManifestFile], io: FileIO, metrics: ScanMetrics) -> PrunedEntries:
+        """Read the manifests that may match, in parallel, and keep the entries that may match (as objects)."""
+        kept_data_manifests, kept_delete_manifests = self.select_manifests(manifests, metrics)
+        kept_manifests = kept_data_manifests + kept_delete_manifests
         entries_per_manifest = cached_live_entries(kept_manifests, io)
         data_entries: list[ManifestEntry] = []
         delete_entries: list[ManifestEntry] = []

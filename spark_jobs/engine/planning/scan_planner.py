@@ -2,12 +2,13 @@
 
 1. Parse the row filter (pyiceberg's row-filter syntax, or an expression) and bind it to the read schema; a syntax
    error or an unknown column is an ``InvalidFilterError`` naming the table.
-2. Prune manifests and entries (``manifest_pruning``): partition summaries, partition tuples, column metrics.
-3. Index the surviving delete files (``delete_index``) and attach to each surviving data file exactly the deletes
-   that apply; fill its identity-partition constants from its own partition spec.
-4. Split data files on row-group boundaries and pack the slices into tasks (``splitting``), with the table's
-   read.split.* properties unless overridden.
-5. Count tasks and applied delete files into the scan's ``ScanMetrics``.
+2. Select the data files and their deletes from the manifests, as columns (``file_selection``): partition
+   summaries, partition values and column metrics prune; the delete index attaches to each data file exactly the
+   deletes that apply; each file gets the identity-partition constants of its own spec. Manifests are read in
+   this process or, by the planning mode, on the executors of ``remote``.
+3. Split data files on row-group boundaries and pack the slices into tasks (``planned_files``, ``splitting``), with
+   the table's read.split.* properties unless overridden; tasks make their slice objects when first read.
+4. Count tasks and applied delete files into the scan's ``ScanMetrics``.
 """
 
 from __future__ import annotations
@@ -26,19 +27,17 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.transforms import IdentityTransform
 from pyparsing import ParseException
 
-from spark_jobs.engine.planning.delete_index import AppliedDeletes, DeleteFileIndex
-from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
+from spark_jobs.engine.planning.delete_index import AppliedDeletes
+from spark_jobs.engine.planning.file_selection import RemoteManifestReader, select_files
+from spark_jobs.engine.planning.planning_mode import PlanningMode
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.planning.splitting import (
     SplitSettings,
-    adaptive_split_size,
     adaptive_split_size_enabled,
-    pack_slices,
-    split_data_file,
+    adaptive_split_size_for,
 )
 from spark_jobs.engine.shared.errors import InvalidFilterError
 from spark_jobs.engine.shared.metrics import ScanMetrics
-from spark_jobs.engine.table.manifest_cache import cached_manifests
 from spark_jobs.engine.table.manifest_entries import first_row_id, partition_values
 from spark_jobs.engine.table.snapshots import schema_for_snapshot
 
@@ -54,6 +53,8 @@ class ScanPlan:
     bound_filter: BooleanExpression  # bound to ``schema`` (field ids)
     case_sensitive: bool
     metrics: ScanMetrics
+    # Every field id an attached equality delete compares on (the read schema must hold them).
+    equality_field_ids: frozenset[int] = frozenset()
 
 
 def plan_scan(
@@ -68,6 +69,8 @@ def plan_scan(
     lookback: int | None = None,
     parallelism: int | None = None,
     metrics: ScanMetrics | None = None,
+    remote: RemoteManifestReader | None = None,
+    planning_mode: PlanningMode | None = None,
 ) -> ScanPlan:
     """Plan the scan of ``snapshot`` (None: an empty table) read with ``schema``.
 
@@ -75,6 +78,8 @@ def plan_scan(
     schema to read as Iceberg Java does for current-state and branch reads. ``split_size``, ``open_file_cost`` and
     ``lookback`` override the table's read.split.* properties. With ``parallelism`` (the reader's slots) and no
     ``split_size``, the split size adapts to it as Iceberg Java's Spark scans do (``splitting`` module doc).
+    ``remote`` reads manifests elsewhere (Spark executors) when ``planning_mode`` (else the table's
+    read.*-planning-mode properties) says so; without it every manifest is read here.
     """
     read_schema = schema if schema is not None else schema_for_snapshot(table, snapshot)
     unbound_filter, bound_filter = bind_row_filter(table, read_schema, row_filter, case_sensitive)
@@ -83,21 +88,32 @@ def plan_scan(
         table.properties, split_size=split_size, open_file_cost=open_file_cost, lookback=lookback
     )
     tasks: list[ScanTask] = []
+    equality_field_ids: frozenset[int] = frozenset()
     if snapshot is not None:
-        slices = _data_file_slices(
+        files = select_files(
             table,
             snapshot,
             schema=read_schema,
             row_filter=unbound_filter,
             case_sensitive=case_sensitive,
             metrics=scan_metrics,
+            remote=remote,
+            planning_mode=planning_mode,
         )
         if parallelism is not None and split_size is None and adaptive_split_size_enabled(table.properties):
-            settings = replace(settings, split_size=adaptive_split_size(slices, settings, parallelism))
-        split_slices = [piece for data_file in slices for piece in split_data_file(data_file, settings.split_size)]
-        tasks = pack_slices(split_slices, settings)
+            chosen = adaptive_split_size_for(
+                files.scan_weight(settings.open_file_cost),
+                lambda size: files.task_count(replace(settings, split_size=size)),
+                settings,
+                parallelism,
+            )
+            settings = replace(settings, split_size=chosen)
+        tasks = files.tasks(settings)
+        equality_field_ids = files.equality_field_ids
     scan_metrics.tasks += len(tasks)
-    return ScanPlan(tasks, read_schema, snapshot, unbound_filter, bound_filter, case_sensitive, scan_metrics)
+    return ScanPlan(
+        tasks, read_schema, snapshot, unbound_filter, bound_filter, case_sensitive, scan_metrics, equality_field_ids
+    )
 
 
 def bind_row_filter(
@@ -135,36 +151,6 @@ def identity_partition_constants(spec: PartitionSpec, partition: Any) -> dict[in
         for position, partition_field in enumerate(spec.fields)
         if isinstance(partition_field.transform, IdentityTransform)
     }
-
-
-def _data_file_slices(
-    table: Table,
-    snapshot: Snapshot,
-    *,
-    schema: Schema,
-    row_filter: BooleanExpression,
-    case_sensitive: bool,
-    metrics: ScanMetrics,
-) -> list[DataFileSlice]:
-    """Whole-file slices of the data files that may match, each with exactly the deletes that apply."""
-    specs = table.specs()
-    pruner = ManifestPruner(specs, schema, row_filter, case_sensitive)
-    entries = pruner.select_entries(cached_manifests(snapshot, table.io), table.io, metrics)
-    delete_index = DeleteFileIndex(specs, table.schema())
-    for delete_entry in entries.delete_entries:
-        delete_index.add(delete_entry)
-    slices = [
-        whole_file_slice(entry, specs[entry.data_file.spec_id], delete_index.for_data_file(entry))
-        for entry in entries.data_entries
-    ]
-    applied_delete_files = {
-        delete_file
-        for data_file in slices
-        for delete_file in (*data_file.position_deletes, *data_file.equality_deletes, data_file.deletion_vector)
-        if delete_file is not None
-    }
-    metrics.delete_files_applied += len(applied_delete_files)
-    return slices
 
 
 def whole_file_slice(entry: ManifestEntry, spec: PartitionSpec, deletes: AppliedDeletes) -> DataFileSlice:

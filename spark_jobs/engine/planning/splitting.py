@@ -30,7 +30,7 @@ already spreads over many tasks, is not cut into yet more: each Python task has 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
@@ -96,20 +96,27 @@ def adaptive_split_size_enabled(properties: Mapping[str, str]) -> bool:
 
 def adaptive_split_size(slices: Sequence[DataFileSlice], settings: SplitSettings, parallelism: int) -> int:
     """The split size that spreads ``slices`` over ``parallelism`` slots (rule in the module docstring)."""
-    if parallelism <= 0:
-        raise UserInputError(f"read parallelism must be positive, got {parallelism}")
-    split_size = settings.split_size
     scan_weight = sum(slice_weight(data_file, settings.open_file_cost) for data_file in slices)
-    if scan_weight >= parallelism * split_size:
-        return split_size
-    smallest = max(-(-scan_weight // parallelism), min(MIN_ADAPTIVE_SPLIT_SIZE, split_size))
-    if smallest >= split_size:
-        return split_size
 
     def task_count(size: int) -> int:
         pieces = [piece for data_file in slices for piece in split_data_file(data_file, size)]
         return len(pack_slices(pieces, replace(settings, split_size=size)))
 
+    return adaptive_split_size_for(scan_weight, task_count, settings, parallelism)
+
+
+def adaptive_split_size_for(
+    scan_weight: int, task_count: Callable[[int], int], settings: SplitSettings, parallelism: int
+) -> int:
+    """The adaptive split size of a scan of ``scan_weight`` whose packing at a split size gives ``task_count``."""
+    if parallelism <= 0:
+        raise UserInputError(f"read parallelism must be positive, got {parallelism}")
+    split_size = settings.split_size
+    if scan_weight >= parallelism * split_size:
+        return split_size
+    smallest = max(-(-scan_weight // parallelism), min(MIN_ADAPTIVE_SPLIT_SIZE, split_size))
+    if smallest >= split_size:
+        return split_size
     if task_count(split_size) > parallelism:
         return split_size  # more tasks than slots even at the configured size: keep it
     # Binary search in steps of ADAPTIVE_SPLIT_SIZE_STEP (a few packings, not one per bit of a byte count).
@@ -126,9 +133,16 @@ def adaptive_split_size(slices: Sequence[DataFileSlice], settings: SplitSettings
 def split_data_file(data_file: DataFileSlice, split_size: int) -> list[DataFileSlice]:
     """Slices of a whole data file on row-group boundaries, each up to ``split_size`` bytes of row groups."""
     file_size = data_file.file_size_in_bytes
-    offsets = usable_split_offsets(data_file.split_offsets, file_size)
-    if offsets is None or len(offsets) == 1:
+    ranges = split_ranges(usable_split_offsets(data_file.split_offsets, file_size), file_size, split_size)
+    if len(ranges) == 1:
         return [data_file if data_file.is_whole_file else replace(data_file, start=0, length=file_size)]
+    return [replace(data_file, start=start, length=length) for start, length in ranges]
+
+
+def split_ranges(offsets: Sequence[int] | None, file_size: int, split_size: int) -> list[tuple[int, int]]:
+    """A file's slices as (start, length) on row-group boundaries (``split_data_file``'s rule, on plain values)."""
+    if offsets is None or len(offsets) == 1:
+        return [(0, file_size)]
     row_group_ends = [*offsets[1:], file_size]
     slice_starts = [0]
     slice_bytes = row_group_ends[0] - offsets[0]
@@ -140,9 +154,29 @@ def split_data_file(data_file: DataFileSlice, split_size: int) -> list[DataFileS
             slice_starts.append(row_group_start)
             slice_bytes = row_group_bytes
     slice_ends = [*slice_starts[1:], file_size]
-    return [
-        replace(data_file, start=start, length=end - start) for start, end in zip(slice_starts, slice_ends, strict=True)
-    ]
+    return [(start, end - start) for start, end in zip(slice_starts, slice_ends, strict=True)]
+
+
+def pack_weights(weights: Sequence[int], split_size: int, lookback: int) -> list[list[int]]:
+    """The positions of ``weights`` packed into bins as ``pack_slices`` packs slices (module doc, packing)."""
+    open_weights: list[int] = []
+    open_bins: list[list[int]] = []
+    packed: list[list[int]] = []
+    for position, weight in enumerate(weights):
+        for index, bin_weight in enumerate(open_weights):
+            if bin_weight + weight <= split_size:
+                open_weights[index] = bin_weight + weight
+                open_bins[index].append(position)
+                break
+        else:
+            open_weights.append(weight)
+            open_bins.append([position])
+            if len(open_weights) > lookback:
+                heaviest = open_weights.index(max(open_weights))  # the first of equals, as max() picks it
+                packed.append(open_bins.pop(heaviest))
+                open_weights.pop(heaviest)
+    packed.extend(open_bins)
+    return packed
 
 
 def usable_split_offsets(split_offsets: Sequence[int] | None, file_size: int) -> tuple[int, ...] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,7 +123,8 @@ def open_read_session(
         iceberg_table,
         target.schema,
         output_fields,
-        [data_file for task in plan.tasks for data_file in task.slices],
+        (),
+        equality_field_ids=plan.equality_field_ids,
         row_filter=plan.row_filter,
         case_sensitive=case_sensitive,
         batch_size=batch_size,
@@ -172,16 +173,21 @@ def build_scan_context(
     output_fields: Sequence[NestedField],
     slices: Sequence[DataFileSlice],
     *,
+    equality_field_ids: Iterable[int] = (),
     row_filter: BooleanExpression = ALWAYS_TRUE,
     case_sensitive: bool = True,
     batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> ScanContext:
-    """The context of a scan of ``table`` at ``schema`` returning ``output_fields`` from the planned ``slices``.
+    """The context of a scan of ``table`` at ``schema`` returning ``output_fields`` from the planned ``slices``
+    (or, for a plan's many slices, the ``equality_field_ids`` their equality deletes compare on).
 
     The read schema is built as the module doc says (step 4); FileIO and name mapping are the table's.
     """
     bound_filter = row_filter if isinstance(row_filter, AlwaysTrue) else bind(schema, row_filter, case_sensitive)
-    read_schema = build_read_schema(table, schema, output_fields, bound_filter, slices)
+    equality_ids = set(equality_field_ids) | {
+        field_id for s in slices for d in s.equality_deletes for field_id in d.equality_ids
+    }
+    read_schema = build_read_schema(table, schema, output_fields, bound_filter, equality_ids)
     return ScanContext(
         read_schema_json=read_schema.model_dump_json(),
         output_field_ids=tuple(f.field_id for f in output_fields),
@@ -199,7 +205,7 @@ def build_read_schema(
     schema: Schema,
     output_fields: Sequence[NestedField],
     bound_filter: BooleanExpression,
-    slices: Sequence[DataFileSlice],
+    equality_ids: set[int],
 ) -> Schema:
     """Output fields, then top-level fields the filter needs, then equality-delete fields (see module doc)."""
     fields: list[NestedField] = list(output_fields)
@@ -212,7 +218,6 @@ def build_read_schema(
         return None
 
     filter_ids = extract_field_ids(bound_filter)
-    equality_ids = {fid for s in slices for d in s.equality_deletes for fid in d.equality_ids}
     for field_id in sorted(filter_ids) + sorted(equality_ids - filter_ids):
         top = top_level_field_of(field_id)
         if top is not None:

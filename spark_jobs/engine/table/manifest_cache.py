@@ -1,20 +1,36 @@
 """Manifest lists and live manifest entries, read once per process.
 
 Manifest lists and manifests are immutable, and one process often plans many scans over the same ones (a session
-reading a table several times, sensors polling it, time travel), so what was read from each is kept in a bounded
-cache (``bounded_cache``). Cached entries are shared between scans: callers must not modify them.
+reading a table several times, sensors polling it, time travel), so what was read from each is kept in bounded
+caches (``bounded_cache``). Cached entries are shared between scans: callers must not modify them.
+
+Two forms of a manifest's entries are kept, each with its own bound:
+
+1. As Arrow columns (``manifest_columns``), what planning reads: counted by their Arrow bytes (about 430 bytes a
+   data file of a three-column table), bounded by ``ICEBERG_MANIFEST_COLUMNS_CACHE_MAX_BYTES`` (384 MiB), so a
+   table of about 10^6 files is planned again from memory. Manifests not cached are decoded on a thread pool
+   (DuckDB's decoding releases the GIL) a few at a time, in order, so a plan holds at most a window of decoded
+   manifests besides the cache.
+2. As pyiceberg objects (``cached_live_entries``), what commits rewrite: bounded by
+   ``ICEBERG_MANIFEST_CACHE_MAX_BYTES`` (64 MiB, counted as ten times the file's size).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestEntry, ManifestFile
 from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.types import StructType
 from pyiceberg.utils.concurrent import ExecutorFactory
 
 from spark_jobs.engine.shared.bounded_cache import BoundedCache, max_bytes_from_environment
+from spark_jobs.engine.shared.thread_pools import process_thread_pool
+from spark_jobs.engine.table.manifest_columns import ManifestColumns, decode_manifest, use_duckdb_for
 from spark_jobs.engine.table.manifest_entries import manifest_first_row_id, read_live_entries, read_manifest_list
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -25,6 +41,55 @@ DECODED_BYTES_PER_FILE_BYTE = 10
 MANIFEST_LIST_ENTRY_BYTES = 2048  # a ManifestFile object with its partition summaries, roughly
 
 _PROCESS_CACHE = BoundedCache(max_bytes_from_environment(MAX_BYTES_ENV_VAR, DEFAULT_MAX_BYTES))
+
+DEFAULT_COLUMNS_MAX_BYTES = 384 * 1024 * 1024
+COLUMNS_MAX_BYTES_ENV_VAR = "ICEBERG_MANIFEST_COLUMNS_CACHE_MAX_BYTES"
+_COLUMNS_CACHE = BoundedCache(max_bytes_from_environment(COLUMNS_MAX_BYTES_ENV_VAR, DEFAULT_COLUMNS_MAX_BYTES))
+DECODE_THREADS = max(2, min(8, os.cpu_count() or 2))
+
+
+def manifest_columns_cache() -> BoundedCache:
+    """The cache of manifests as columns shared by every plan of this process."""
+    return _COLUMNS_CACHE
+
+
+def manifest_columns(
+    manifests: Sequence[ManifestFile], io: FileIO, partition_type_of: Callable[[int], StructType]
+) -> Iterator[ManifestColumns]:
+    """Each manifest's live entries as columns, in order; cached ones at once, others decoded ahead on threads.
+
+    ``partition_type_of`` gives the partition type of a spec id. DuckDB decodes when the manifests not cached yet
+    are large enough to pay for it (``manifest_columns.use_duckdb_for``).
+    """
+    missing = [m for m in manifests if _entries_key(m) not in _COLUMNS_CACHE]
+    use_duckdb = use_duckdb_for(missing)
+
+    def load(manifest: ManifestFile) -> ManifestColumns:
+        def decode() -> tuple[ManifestColumns, int]:
+            decoded = decode_manifest(
+                manifest, io, partition_type_of(manifest.partition_spec_id), use_duckdb=use_duckdb
+            )
+            return decoded, decoded.nbytes
+
+        return _COLUMNS_CACHE.get_or_load(_entries_key(manifest), decode)
+
+    if len(missing) <= 1:
+        for manifest in manifests:
+            yield load(manifest)
+        return
+    pool = process_thread_pool("manifest-decode", DECODE_THREADS)
+    window: deque[Future[ManifestColumns]] = deque()
+    pending = iter(manifests)
+    for manifest in pending:
+        window.append(pool.submit(load, manifest))
+        if len(window) >= DECODE_THREADS:
+            break
+    while window:
+        decoded = window.popleft().result()
+        following = next(pending, None)
+        if following is not None:
+            window.append(pool.submit(load, following))
+        yield decoded
 
 
 def manifest_cache() -> BoundedCache:

@@ -43,6 +43,9 @@ from pyiceberg.manifest import (
     ManifestEntryStatus,
     ManifestFile,
 )
+from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table import Table
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -150,6 +153,12 @@ class ManifestColumns:
         partition = self.column("partition")
         return tuple(partition.field(index) for index in range(len(self.partition_types)))
 
+    @cached_property
+    def partition_groups(self) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+        """Each entry's index among the manifest's distinct partitions, and those partitions as pyiceberg holds
+        them (files of one partition share one tuple)."""
+        return partition_groups(self.partition_fields, self.partition_types, self.num_rows)
+
     def partition_tuples(self, rows: np.ndarray | None = None) -> list[tuple[Any, ...]]:
         """The partition of each entry (of ``rows``, when given) as pyiceberg holds partition values."""
         converters = [_python_value_converter(t) for t in self.partition_types]
@@ -162,6 +171,36 @@ class ManifestColumns:
             for field, convert in zip(fields, converters, strict=True)
         ]
         return list(zip(*columns, strict=True))
+
+
+def partition_groups(
+    fields: Sequence[pa.Array], types: Sequence[IcebergType], rows: int
+) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """For each row the index of its distinct partition, and the distinct partitions as Python tuples.
+
+    Each field is dictionary-encoded (nulls as an entry of their own); the rows' tuples of dictionary indices are
+    then numbered, so that the Python values are made once per distinct partition, not once per file.
+    """
+    if not fields:
+        return np.zeros(rows, dtype=np.int64), [()]
+    indices, dictionaries = [], []
+    for field, field_type in zip(fields, types, strict=True):
+        encoded = pc.dictionary_encode(field, null_encoding="encode")
+        indices.append(encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64))
+        convert = _python_value_converter(field_type)
+        values = encoded.dictionary.to_pylist()
+        dictionaries.append([convert(v) for v in values] if convert is not None else values)
+    if len(indices) == 1:
+        codes, unique_rows = indices[0], [(i,) for i in range(len(dictionaries[0]))]
+    else:
+        stacked = np.stack(indices, axis=1)
+        unique, codes = np.unique(stacked, axis=0, return_inverse=True)
+        codes = codes.reshape(-1)
+        unique_rows = [tuple(row) for row in unique.tolist()]
+    partitions = [
+        tuple(dictionary[index] for dictionary, index in zip(dictionaries, row, strict=True)) for row in unique_rows
+    ]
+    return codes, partitions
 
 
 def decode_manifest(
@@ -179,6 +218,34 @@ def decode_manifest(
         raise file_error("manifest", path, _as_decoding_error(error)) from error
     table = _live_with_inheritance(raw, manifest)
     return ManifestColumns(path, manifest.partition_spec_id, table, partition_types)
+
+
+def partition_type_resolver(table: Table) -> Callable[[int], StructType]:
+    """The partition type of each spec of ``table``, bound to the newest schema that has its source fields."""
+    specs = table.specs()
+    schemas = [table.schema(), *sorted(table.metadata.schemas, key=lambda s: s.schema_id, reverse=True)]
+    resolved: dict[int, StructType] = {}
+
+    def partition_type_of(spec_id: int) -> StructType:
+        found = resolved.get(spec_id)
+        if found is None:
+            spec = specs.get(spec_id)
+            if spec is None:
+                raise CorruptFileError(f"table {'.'.join(table.name())} has no partition spec {spec_id}")
+            found = resolved[spec_id] = _partition_type(spec, schemas)
+        return found
+
+    return partition_type_of
+
+
+def _partition_type(spec: PartitionSpec, schemas: Sequence[Schema]) -> StructType:
+    error: Exception | None = None
+    for schema in schemas:
+        try:
+            return spec.partition_type(schema)
+        except (ValueError, KeyError) as failure:
+            error = failure
+    raise CorruptFileError(f"partition spec {spec.spec_id} has a source field no schema of the table holds ({error})")
 
 
 def use_duckdb_for(manifests: Sequence[ManifestFile]) -> bool:
