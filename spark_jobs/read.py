@@ -78,6 +78,7 @@ from spark_jobs.job_support import (
 OUTPUT_FORMATS = ("parquet", "csv")
 DEFAULT_DRIVER_MAX_BYTES = 128 * 1024 * 1024  # Iceberg's read.split.target-size default: one task's worth
 WRITE_MODES = ("error", "overwrite")
+PLANNING_MODES = ("auto", "local", "distributed")
 log = logging.getLogger("spark_jobs.read")
 
 
@@ -91,15 +92,20 @@ def load(
     snapshot_id: int | None = None,
     ref: str | None = None,
     as_of: int | str | None = None,
+    planning_mode: str | None = None,
 ) -> Any:
     """A DataFrame of ``table`` at the chosen snapshot with every delete applied (nothing is read until an action).
 
     ``catalog`` is a catalog name resolved through pyiceberg's configuration; ``row_filter`` uses pyiceberg's
     row-filter syntax; at most one of ``snapshot_id``, ``ref``, ``as_of`` (epoch ms or ISO-8601) may be given.
+    ``planning_mode`` (``auto``, ``local``, ``distributed``; default: the table's ``read.data-planning-mode`` and
+    ``read.delete-planning-mode``, else ``auto``) says whether the manifests are read here or on the executors.
     Without Python filter pushdown the snapshot is the one current when ``load`` is called, for every action on
     the DataFrame; call ``load`` again to see later commits.
     """
+    from spark_jobs.engine.planning.planning_mode import PlanningMode
     from spark_jobs.engine.read.session import open_read_session
+    from spark_jobs.spark.distributed_planning import SparkManifestReader
     from spark_jobs.spark.scan import (
         dataframe_from_session,
         dataframe_from_source,
@@ -110,6 +116,7 @@ def load(
 
     # Plan once on the driver first: a bad table, snapshot, column or filter fails here with a clear message.
     parallelism = read_parallelism(spark)
+    engine_on_executors(spark)  # before planning: distributed planning runs the engine on the executors
     session = open_read_session(
         catalog,
         table,
@@ -119,8 +126,9 @@ def load(
         ref=ref,
         as_of=as_of,
         parallelism=parallelism,
+        remote=SparkManifestReader(spark),
+        planning_mode=PlanningMode.parse(planning_mode, name="planning_mode") if planning_mode else None,
     )
-    engine_on_executors(spark)
     hint_session_defaults(spark)
     if not python_filter_pushdown_enabled(spark):
         frame = dataframe_from_session(spark, session)
@@ -284,6 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
         " many bytes of data and delete files runs in the driver without starting Spark (default: 128 MiB,"
         " Iceberg's split size; 0: always on Spark)",
     )
+    parser.add_argument(
+        "--planning-mode",
+        choices=PLANNING_MODES,
+        help="where the manifests are read: local (this driver), distributed (the Spark executors), auto (Iceberg"
+        " Java's rule: distributed only for many large manifests on a cluster wider than the driver); default: the"
+        " table's read.data-planning-mode / read.delete-planning-mode, else auto",
+    )
     return parser
 
 
@@ -296,6 +311,26 @@ def _non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more bytes, got {value}")
     return value
+
+
+def planning_is_distributed(properties: Any, requested: str | None) -> bool:
+    """Whether the planning mode (the argument, else the table's properties) asks for the executors."""
+    from spark_jobs.engine.planning.planning_mode import PlanningMode, planning_modes
+
+    mode = PlanningMode.parse(requested, name="--planning-mode") if requested else None
+    return PlanningMode.DISTRIBUTED in planning_modes(properties, mode)
+
+
+def manifest_reader(spark_started: Callable[[], Any] | None, *, distributed: bool, spark_running: bool) -> Any:
+    """The executors' manifest reader when planning may use it: distributed planning (Spark is started for it), or
+    ``auto`` once Spark runs anyway; None plans every manifest in this process."""
+    if spark_started is None or not (distributed or spark_running):
+        return None
+    from spark_jobs.spark.distributed_planning import SparkManifestReader
+
+    spark = spark_started()
+    engine_on_executors(spark)
+    return SparkManifestReader(spark)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -311,6 +346,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # Spark starts while the engine is imported and the read planned (bad input still fails before any Spark work),
     # unless the read may run in the driver (spark/driver_read.py): then the table's size or the plan decides.
     spark_started = None if _may_run_in_driver(args) else start_spark_session(f"iceberg-read {args.table}")
+    from spark_jobs.engine.planning.planning_mode import PlanningMode
     from spark_jobs.engine.read.session import open_read_session
     from spark_jobs.engine.table.catalog import load_catalog, load_table, refuse_output_over_tables
     from spark_jobs.engine.table.snapshots import resolve_read_target
@@ -323,13 +359,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     table = load_table(catalog, args.table)
     target = resolve_read_target(table, snapshot_id=args.snapshot_id, ref=args.ref, as_of=args.as_of)
     phases["plan"] += time.perf_counter() - started
-    # A read that will be too large for the driver starts Spark now, beside the planning (spark/driver_read.py).
-    if spark_started is None and spark_needed_before_planning(target.snapshot, args.row_filter, args.driver_max_bytes):
+    # A read that will be too large for the driver starts Spark now, beside the planning (spark/driver_read.py);
+    # so does distributed planning, which reads the manifests on the executors.
+    distributed = planning_is_distributed(table.properties, args.planning_mode)
+    needs_spark = spark_needed_before_planning(target.snapshot, args.row_filter, args.driver_max_bytes)
+    if spark_started is None and (needs_spark or distributed):
         spark_started = start_spark_session(f"iceberg-read {args.table}")
 
     def plan(parallelism: int | None = None) -> Any:
         log.info("plan: %s ...", args.table)
         started = time.perf_counter()
+        remote = manifest_reader(spark_started, distributed=distributed, spark_running=parallelism is not None)
         planned = open_read_session(
             catalog,
             table,
@@ -340,6 +380,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             as_of=args.as_of,
             split_size=args.split_size,
             parallelism=parallelism,
+            remote=remote,
+            planning_mode=PlanningMode.parse(args.planning_mode, name="--planning-mode")
+            if args.planning_mode
+            else None,
         )
         phases["plan"] += time.perf_counter() - started
         log.info(

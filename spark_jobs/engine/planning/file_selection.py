@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from pyiceberg.expressions import BooleanExpression
-from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -46,6 +45,7 @@ class RemoteManifestReader(Protocol):
 
     def survivors(
         self,
+        table: Table,
         manifests: Sequence[ManifestFile],
         entry_filter: EntryFilter,
         partition_types: dict[int, StructType],
@@ -71,9 +71,8 @@ def select_files(
 ) -> PlannedFiles:
     """The snapshot's data files that may hold rows matching ``row_filter``, with their deletes (module doc)."""
     specs = table.specs()
-    io = table.io
     pruner = ManifestPruner(specs, schema, row_filter, case_sensitive)
-    data_manifests, delete_manifests = pruner.select_manifests(cached_manifests(snapshot, io), metrics)
+    data_manifests, delete_manifests = pruner.select_manifests(cached_manifests(snapshot, table.io), metrics)
     entry_filter = EntryFilter(specs, schema, row_filter, case_sensitive)
     partition_type_of = partition_type_resolver(table)
     data_mode, delete_mode = planning_modes(table.properties, planning_mode)
@@ -91,8 +90,8 @@ def select_files(
     delete_index = DeleteFileIndex(specs, table.schema())
     may_hold_equality_deletes = _may_hold_equality_deletes(snapshot, delete_manifests)
     delete_chunks = _survivors(
+        table,
         delete_manifests,
-        io,
         entry_filter,
         partition_type_of,
         remote if not local(delete_manifests, delete_mode, needs_local=may_hold_equality_deletes) else None,
@@ -103,8 +102,8 @@ def select_files(
         delete_index.add_columns(chunk, range(chunk.num_rows))
     needs_statistics = bool(delete_index.equality_field_ids)
     data_chunks = _survivors(
+        table,
         data_manifests,
-        io,
         entry_filter,
         partition_type_of,
         remote if not local(data_manifests, data_mode, needs_local=needs_statistics) else None,
@@ -118,8 +117,8 @@ def select_files(
 
 
 def _survivors(
+    table: Table,
     manifests: Sequence[ManifestFile],
-    io: FileIO,
     entry_filter: EntryFilter,
     partition_type_of: Callable[[int], StructType],
     remote: RemoteManifestReader | None,
@@ -133,11 +132,11 @@ def _survivors(
     if remote is not None:
         partition_types = {m.partition_spec_id: partition_type_of(m.partition_spec_id) for m in manifests}
         return remote.survivors(
-            manifests, entry_filter, partition_types, deletes=deletes, with_statistics=with_statistics
+            table, manifests, entry_filter, partition_types, deletes=deletes, with_statistics=with_statistics
         )
     return [
         surviving_entries(columns, entry_filter, deletes=deletes, with_statistics=with_statistics)
-        for columns in manifest_columns(manifests, io, partition_type_of)
+        for columns in manifest_columns(manifests, table.io, partition_type_of)
     ]
 
 

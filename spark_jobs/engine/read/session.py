@@ -24,6 +24,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import NestedField
 
+from spark_jobs.engine.planning.file_selection import RemoteManifestReader
+from spark_jobs.engine.planning.planning_mode import PlanningMode
 from spark_jobs.engine.planning.scan_context import DEFAULT_BATCH_SIZE, ScanContext
 from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
@@ -93,11 +95,14 @@ def open_read_session(
     split_size: int | None = None,
     parallelism: int | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    remote: RemoteManifestReader | None = None,
+    planning_mode: PlanningMode | None = None,
 ) -> ReadSession:
     """Plan a read of ``table`` (``ns.table``, or a loaded Table) through ``catalog`` (a name or a Catalog).
 
     ``parallelism`` is the number of slots that will run the tasks (Spark's); the split size adapts to it unless
-    ``split_size`` is given (``planning.splitting``).
+    ``split_size`` is given (``planning.splitting``). ``remote`` (the Spark executors) reads the manifests when
+    ``planning_mode`` (else the table's read.*-planning-mode properties) says so (``planning.planning_mode``).
     """
     started = time.perf_counter()
     if isinstance(table, Table):
@@ -118,6 +123,8 @@ def open_read_session(
         split_size=split_size,
         parallelism=parallelism,
         metrics=metrics,
+        remote=remote,
+        planning_mode=planning_mode,
     )
     context = build_scan_context(
         iceberg_table,
