@@ -45,9 +45,9 @@ SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.50.3.0"
 POSTGRES_JDBC = "org.postgresql:postgresql:42.7.7"
 # A dependency plugin recent enough to copy a single artifact without a project (Maven's default is 2.8).
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-# Packages a Java venv does not get from pyproject.toml (Airflow runs beside Spark, not in it; DuckDB reads from
-# the project's venv).
-_LEFT_OUT = ("apache-airflow", "pyspark", "duckdb")
+# Packages a Java venv does not get from pyproject.toml (Airflow runs beside Spark, not in it; DuckDB as an interop
+# reader runs from the project's venv; DuckDB itself and its avro extension, which decode manifests, it gets).
+_LEFT_OUT = ("apache-airflow", "pyspark", "duckdb-extension-iceberg", "duckdb-extension-httpfs")
 
 
 @dataclass(frozen=True)
