@@ -107,7 +107,7 @@ def add_deletes(table, fraction: float, rng: np.random.Generator) -> int:
         positions += write_position_delete_rows(
             pa.table({"file_path": [candidate.path] * len(by_position), "pos": by_position.astype(np.int64)}),
             context,
-            candidate.data_file.spec_id,
+            candidate.file.spec_id,
             (),
             f"pos{index}",
         )

@@ -29,6 +29,13 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 from spark_jobs.engine.ingest.batch_keys import rows_with_keys
 from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_POSITION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
+from spark_jobs.engine.planning.splitting import (
+    DEFAULT_LOOKBACK,
+    DEFAULT_OPEN_FILE_COST,
+    DEFAULT_SPLIT_SIZE,
+    pack_weights,
+    slice_weight,
+)
 from spark_jobs.engine.read.task_scan import read_slice
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.shared.metrics import ScanMetrics
@@ -238,9 +245,10 @@ def key_positions(
     With ``batch_keys`` (the batch's distinct keys) only the rows holding one of them: the tasks filter with
     pyarrow, so only the matched positions reach the JVM.
 
-    ``context`` reads the key columns and ``_pos`` (``engine.ingest.live_files.key_scan_context``); each file is one
-    Spark task running the per-task scan every read runs, so the deletes attached to a file (position deletes, a
-    deletion vector) drop their rows and ``_pos`` stays each row's position in the file.
+    ``context`` reads the key columns and ``_pos`` (``engine.ingest.live_files.key_scan_context``); whole files are
+    packed into Spark tasks as a read packs them (split size, open-file cost: a task of many small files, not a Spark
+    task per file), each file read by the per-task scan every read runs, so the deletes attached to a file (position
+    deletes, a deletion vector) drop their rows and ``_pos`` stays each row's position in the file.
     """
     metadata = {ROW_POSITION.name, ROW_ID.name}
     key_fields = [field for field in context.output_schema if field.name not in metadata]
@@ -258,7 +266,9 @@ def key_positions(
     spark_arrow = spark_arrow_schema_of(output)
     if not files:
         return spark.createDataFrame([], spark_schema)
-    payloads = [pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in files]
+    weights = [slice_weight(data_file, DEFAULT_OPEN_FILE_COST) for data_file, _ in files]
+    bins = pack_weights(weights, DEFAULT_SPLIT_SIZE, DEFAULT_LOOKBACK)
+    payloads = [pickle.dumps([files[i] for i in rows], protocol=pickle.HIGHEST_PROTOCOL) for rows in bins]
     task_frame, closed_over = task_rows(spark, payloads)
     key_schema = pa.schema([pa.field(field.name, field.type) for field in key_fields])
     # Broadcast, not closed over: a Python worker loads the keys once for all the tasks it runs.
@@ -272,22 +282,25 @@ def key_positions(
         metrics = ScanMetrics()
         keys = None if shipped is None else shipped.value
         for payload in task_payloads(batches, closed_over):
-            data_file, ordinal = pickle.loads(payload)
-            for rows in read_slice(data_file, context, metrics):
-                count = rows.num_rows
-                columns = [
-                    pa.repeat(pa.scalar(data_file.path, pa.string()), count),
-                    rows.column(ROW_POSITION.name),
-                    pa.repeat(pa.scalar(ordinal, pa.int32()), count),
-                    *(rows.column(field.name) for field in key_fields),
-                    *(rows.column(name) for name in lineage),
-                ]
-                out = pa.RecordBatch.from_arrays(columns, schema=output)
-                if keys is None:
-                    yield conform_batch(out, spark_arrow)
-                    continue
-                for matched in rows_with_keys(out, keys).to_batches():
-                    yield conform_batch(matched, spark_arrow)
+            for data_file, ordinal in pickle.loads(payload):
+                yield from _key_rows(data_file, ordinal, keys, metrics)
+
+    def _key_rows(data_file: DataFileSlice, ordinal: int, keys: Any, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
+        for rows in read_slice(data_file, context, metrics):
+            count = rows.num_rows
+            columns = [
+                pa.repeat(pa.scalar(data_file.path, pa.string()), count),
+                rows.column(ROW_POSITION.name),
+                pa.repeat(pa.scalar(ordinal, pa.int32()), count),
+                *(rows.column(field.name) for field in key_fields),
+                *(rows.column(name) for name in lineage),
+            ]
+            out = pa.RecordBatch.from_arrays(columns, schema=output)
+            if keys is None:
+                yield conform_batch(out, spark_arrow)
+                continue
+            for matched in rows_with_keys(out, keys).to_batches():
+                yield conform_batch(matched, spark_arrow)
 
     return task_frame.mapInArrow(read_keys, spark_schema)
 

@@ -61,7 +61,6 @@ from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites
 from spark_jobs.engine.compaction.strategy import resolve_strategy
 from spark_jobs.engine.deletes.position_deletes import load_deleted_positions
 from spark_jobs.engine.maintenance.reachable_files import normalize_location, reachable_locations
-from spark_jobs.engine.planning.scan_planner import whole_file_slice
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import SnapshotNotFoundError
 from spark_jobs.engine.write.deletion_vector_files import (
@@ -166,7 +165,7 @@ def _write(seq: Sequence, ids: list[int], tag: str) -> list:
 def _live_data_files(seq: Sequence, branch: str) -> list:
     """The data files of the branch head."""
     snapshot = seq.table.metadata.snapshot_by_name(branch)
-    return [candidate.data_file for candidate in list_candidates(seq.table, snapshot)] if snapshot else []
+    return [candidate.file for candidate in list_candidates(seq.table, snapshot)] if snapshot else []
 
 
 def _position_deletes(seq: Sequence, branch: str, ids: set[int], tag: str) -> SnapshotChange:
@@ -177,33 +176,30 @@ def _position_deletes(seq: Sequence, branch: str, ids: set[int], tag: str) -> Sn
     written, targets, required = [], [], set()
     replaced_vectors, replaced_position_deletes = set(), set()
     for candidate in candidates:
-        data_file = candidate.data_file
-        values = pq.read_table(_local(data_file.file_path)).column("id").to_pylist()
+        live = candidate.file
+        values = pq.read_table(_local(live.path)).column("id").to_pylist()
         positions = [pos for pos, value in enumerate(values) if value in ids]
         if not positions:
             continue
-        required.add(data_file.file_path)
+        required.add(live.path)
         if seq.table.metadata.format_version < 3:
-            deletes = pa.table({"file_path": [data_file.file_path] * len(positions), "pos": positions})
+            deletes = pa.table({"file_path": [live.path] * len(positions), "pos": positions})
             written += write_position_delete_rows(
-                deletes, context, data_file.spec_id, tuple(data_file.partition), f"{tag}-{len(written)}"
+                deletes, context, live.spec_id, tuple(live.partition), f"{tag}-{len(written)}"
             )
             continue
-        live = whole_file_slice(candidate.entry, seq.table.specs()[data_file.spec_id], candidate.deletes)
         existing = load_deleted_positions(live, io=seq.table.io).positions
         targets.append(
             DeletionVectorTarget(
-                data_file.file_path,
-                data_file.spec_id,
-                tuple(data_file.partition),
+                live.path,
+                live.spec_id,
+                tuple(live.partition),
                 merged_positions(np.array(positions, dtype=np.int64), existing),
             )
         )
         if live.deletion_vector is not None:
             replaced_vectors.add((live.deletion_vector.path, live.deletion_vector.content_offset))
-        replaced_position_deletes |= {
-            f.path for f in live.position_deletes if f.referenced_data_file == data_file.file_path
-        }
+        replaced_position_deletes |= {f.path for f in live.position_deletes if f.referenced_data_file == live.path}
     if targets:
         location = context.locations.new_data_location(f"{context.write_id}-{tag}-dv.puffin")
         written += write_deletion_vectors(targets, seq.table.io, lambda: location)
@@ -235,7 +231,7 @@ def op_overwrite_partition(seq: Sequence, branch: str) -> None:
     category = seq.rng.choice(CATEGORIES)
     ids = [i for i in seq.new_ids(seq.rng.randint(0, 9)) if _category(i) == category]
     seq.ops.append(f"overwrite({branch}, category={category}, {len(ids)} rows)")
-    removed = {f.file_path for f in _live_data_files(seq, branch) if f.partition[0] == category}
+    removed = {f.path for f in _live_data_files(seq, branch) if f.partition[0] == category}
     change = SnapshotChange(
         Operation.OVERWRITE, added_data_files=_write(seq, ids, f"ow{len(seq.ops)}"), removed_data_file_paths=removed
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyiceberg.manifest import ManifestContent
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -21,7 +22,6 @@ from pyiceberg.types import LongType, NestedField, StringType
 from spark_jobs.engine.commit.committer import commit_change
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction import RewritePlan
-from spark_jobs.engine.compaction.candidates import list_candidates
 from spark_jobs.engine.compaction.planner import FileGroup
 from spark_jobs.engine.compaction.range_partitioning import sample_size_per_task
 from spark_jobs.engine.compaction.rewrite_commit import GroupRewrite
@@ -36,6 +36,7 @@ from spark_jobs.engine.compaction.shuffle_tasks import (
 )
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.engine.write.file_entries import to_data_file
 from spark_jobs.engine.write.write_context import (
     WriteContext,
@@ -76,8 +77,17 @@ def append(table: Table, data: pa.Table, tag: str) -> list:
 
 
 def live_data_files(table: Table) -> list:
-    """The data files of the current snapshot, in scan order."""
-    return [candidate.data_file for candidate in list_candidates(table, table.current_snapshot())]
+    """The data files (with rows) of the current snapshot, in scan order."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return []
+    return [
+        entry.data_file
+        for manifest in snapshot.manifests(table.io)
+        if manifest.content == ManifestContent.DATA
+        for entry in read_live_entries(manifest, table.io)
+        if entry.data_file.record_count > 0
+    ]
 
 
 def position_delete_change(table: Table, ids_to_delete: set[int], tag: str) -> SnapshotChange:

@@ -2,62 +2,75 @@
 
 As Java's planner does with ``table.newScan().filter(where).ignoreResiduals().planFiles()``:
 
-1. Manifests and data files are pruned with the ``where`` filter (partition summaries, partition tuples, column
-   metrics) by ``planning.ManifestPruner``; a file that may hold a matching row is taken whole.
-2. Every live delete file of the surviving delete manifests goes into ``planning.DeleteFileIndex``, which attaches
-   to each data file exactly the deletes that apply (sequence numbers, partitions, paths, equality statistics).
-3. Files keep manifest order, which is the order the bin packer sees them in.
+1. Manifests and data files are pruned with the ``where`` filter (partition summaries, partition values, column
+   metrics) by the read planner's file selection (``planning.file_selection``, over manifest columns); a file that
+   may hold a matching row is taken whole.
+2. The delete index attaches to each data file exactly the deletes that apply (sequence numbers, partitions, paths,
+   equality statistics).
+3. Files keep manifest order, which is the order the bin packer sees them in; each is a whole-file read slice.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from pyiceberg.expressions import BooleanExpression
-from pyiceberg.manifest import DataFile, ManifestEntry
+from pyiceberg.manifest import ManifestEntry
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
-from spark_jobs.engine.planning.delete_index import AppliedDeletes, DeleteFileIndex
-from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
+from spark_jobs.engine.planning.delete_index import AppliedDeletes, PartitionKey, partition_key_of
+from spark_jobs.engine.planning.file_selection import select_files
 from spark_jobs.engine.planning.scan_planner import bind_row_filter, whole_file_slice
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.shared.metrics import ScanMetrics
-from spark_jobs.engine.table.manifest_cache import cached_manifests
 
 
 @dataclass(frozen=True)
 class RewriteCandidate:
-    """One live data file with the deletes that apply to it, as the planner weighs it."""
+    """One live data file, as a whole-file read slice with the deletes that apply to it, as the planner weighs it."""
 
-    entry: ManifestEntry
-    deletes: AppliedDeletes
+    file: DataFileSlice
 
-    @property
-    def data_file(self) -> DataFile:
-        """The manifest's data file record (kept for the commit that replaces it)."""
-        return self.entry.data_file
+    @classmethod
+    def of_entry(cls, entry: ManifestEntry, spec: PartitionSpec, deletes: AppliedDeletes) -> RewriteCandidate:
+        """The candidate of a manifest entry with the deletes that apply to it."""
+        return cls(whole_file_slice(entry, spec, deletes))
 
     @property
     def path(self) -> str:
         """The data file's location."""
-        return self.entry.data_file.file_path
+        return self.file.path
 
     @property
     def length(self) -> int:
         """The file's size in bytes: the weight Java's planner uses (``ContentScanTask.length`` of a whole file)."""
-        return self.entry.data_file.file_size_in_bytes
+        return self.file.file_size_in_bytes
 
     @property
     def record_count(self) -> int:
         """Rows in the data file, deleted ones included."""
-        return self.entry.data_file.record_count
+        return self.file.record_count
+
+    @property
+    def partition_key(self) -> PartitionKey:
+        """The (spec id, partition values) the file belongs to; NaN values compare equal."""
+        return partition_key_of(self.file.spec_id, self.file.partition)
+
+    @property
+    def deletes(self) -> AppliedDeletes:
+        """The delete files that apply to the file."""
+        return AppliedDeletes(self.file.position_deletes, self.file.deletion_vector, self.file.equality_deletes)
 
     @property
     def delete_file_count(self) -> int:
         """How many delete files apply (position, deletion vector and equality), as Java's ``task.deletes().size()``."""
-        deletes = self.deletes
-        return len(deletes.position_deletes) + len(deletes.equality_deletes) + (deletes.deletion_vector is not None)
+        data_file = self.file
+        return (
+            len(data_file.position_deletes) + len(data_file.equality_deletes) + (data_file.deletion_vector is not None)
+        )
 
     @property
     def known_deleted_records(self) -> int:
@@ -67,15 +80,15 @@ class RewriteCandidate:
         whole record count deletes rows of this one file. Equality deletes and partition-wide position deletes are
         not counted.
         """
-        deletes = self.deletes
-        scoped = sum(d.record_count for d in deletes.position_deletes if d.referenced_data_file is not None)
-        if deletes.deletion_vector is not None:
-            scoped += deletes.deletion_vector.cardinality
+        data_file = self.file
+        scoped = sum(d.record_count for d in data_file.position_deletes if d.referenced_data_file is not None)
+        if data_file.deletion_vector is not None:
+            scoped += data_file.deletion_vector.cardinality
         return min(scoped, self.record_count)
 
     def as_slice(self, table: Table) -> DataFileSlice:
         """The whole file as a read slice with its deletes, for a rewrite through the merge-on-read reader."""
-        return whole_file_slice(self.entry, table.specs()[self.entry.data_file.spec_id], self.deletes)
+        return self.file
 
 
 def list_candidates(
@@ -91,10 +104,14 @@ def list_candidates(
         return []
     schema = table.schema()
     row_filter, _ = bind_row_filter(table, schema, where, case_sensitive)
-    specs = table.specs()
-    pruner = ManifestPruner(specs, schema, row_filter, case_sensitive)
-    entries = pruner.select_entries(cached_manifests(snapshot, table.io), table.io, metrics or ScanMetrics())
-    delete_index = DeleteFileIndex(specs, schema)
-    for delete_entry in entries.delete_entries:
-        delete_index.add(delete_entry)
-    return [RewriteCandidate(entry, delete_index.for_data_file(entry)) for entry in entries.data_entries]
+    files = select_files(
+        table,
+        snapshot,
+        schema=schema,
+        row_filter=row_filter,
+        case_sensitive=case_sensitive,
+        metrics=metrics or ScanMetrics(),
+    )
+    count = len(files)
+    columns = files.slice_columns(np.arange(count), np.zeros(count, dtype=np.int64), files.file_sizes)
+    return [RewriteCandidate(columns.slice_at(row)) for row in range(count)]

@@ -43,7 +43,6 @@ from spark_jobs.engine.compaction.dangling_deletes import DeleteKey, DeleteUsage
 from spark_jobs.engine.compaction.options import RewriteOptions
 from spark_jobs.engine.compaction.sizing import expected_output_files, input_split_size, write_max_file_size
 from spark_jobs.engine.compaction.strategy import BINPACK_STRATEGY, RewriteStrategy
-from spark_jobs.engine.planning.delete_index import partition_key
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 
@@ -258,7 +257,7 @@ def group_by_partition(
     other_specs_key: PartitionValues = (None,) * output_partition_width
     by_partition: dict[PartitionValues, list[RewriteCandidate]] = {}
     for candidate in candidates:
-        spec_id, values = partition_key(candidate.data_file)
+        spec_id, values = candidate.partition_key
         key = values if spec_id == output_spec_id else other_specs_key
         by_partition.setdefault(key, []).append(candidate)
     return by_partition

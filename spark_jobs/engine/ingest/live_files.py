@@ -4,7 +4,9 @@ A live data file is one ``DataFileSlice`` covering the whole file, with its part
 attached; nothing else describes one. By mode:
 
 1. Upsert / delete: ``files_that_may_hold_keys`` plans a read of the key columns under the range of the batch's
-   keys (``key_range_filter``), so files whose metrics rule the keys out are never listed, let alone read; each
+   keys (``key_range_filter``) and, when the batch's keys are on the driver, for each key column the set of its
+   values (a file is kept only if one lies within its bounds), so files whose metrics rule the keys out are never
+   listed, let alone read; each
    file's deletes (position, deletion vector, equality) stay attached in position mode: rows deleted already are
    not matched again (an older copy of a key, deleted by an equality delete, neither gets a position deleted again
    nor lends its ``_row_id`` to the row an upsert writes). Equality mode reads no deletes: a dead copy's key only
@@ -25,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from pyiceberg.expressions import AlwaysFalse, AlwaysTrue, And, BooleanExpression, GreaterThanOrEqual, LessThanOrEqual
 from pyiceberg.manifest import ManifestContent
 from pyiceberg.schema import Schema
@@ -33,6 +37,7 @@ from pyiceberg.types import IntegerType, LongType, NestedField, StringType
 
 from spark_jobs.engine.commit.snapshot_change import PartitionKey
 from spark_jobs.engine.ingest.unmatched_rows import unmatched_rows_filter
+from spark_jobs.engine.planning.metrics_filter import sorted_key_values
 from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_POSITION, ScanContext, row_lineage_fields
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.read.session import build_scan_context, open_read_session
@@ -62,10 +67,17 @@ def key_range_filter(columns: Sequence[str], bounds: Sequence[tuple[Any, Any]] |
 
 
 def files_that_may_hold_keys(
-    table: Table, key: Sequence[str], key_range: BooleanExpression, *, with_position_deletes: bool
+    table: Table,
+    key: Sequence[str],
+    key_range: BooleanExpression,
+    *,
+    with_position_deletes: bool,
+    batch_keys: pa.Table | None = None,
 ) -> list[DataFileSlice]:
-    """Whole live data files the read planner keeps under ``key_range`` (module doc, step 1), in plan order."""
-    session = open_read_session(table.catalog, table, columns=list(key), row_filter=key_range)
+    """Whole live data files the read planner keeps under ``key_range`` (module doc, step 1), in plan order; with
+    the batch's distinct ``batch_keys``, only files whose bounds may hold one of them in every key column."""
+    key_sets = key_sets_of(table.schema(), key, batch_keys) if batch_keys is not None else None
+    session = open_read_session(table.catalog, table, columns=list(key), row_filter=key_range, key_sets=key_sets)
     files: dict[str, DataFileSlice] = {}
     for task in session.tasks:
         for data_file in task.slices:
@@ -76,6 +88,17 @@ def files_that_may_hold_keys(
                 whole = dataclasses.replace(whole, position_deletes=(), deletion_vector=None, equality_deletes=())
             files[data_file.path] = whole
     return list(files.values())
+
+
+def key_sets_of(schema: Schema, key: Sequence[str], batch_keys: pa.Table) -> dict[int, np.ndarray]:
+    """Per key column whose bounds can be compared with its values, the batch's distinct values, sorted."""
+    key_sets = {}
+    for name in key:
+        field = schema.find_field(name)
+        values = sorted_key_values(batch_keys.column(name).combine_chunks(), field.field_type)
+        if values is not None:
+            key_sets[field.field_id] = values
+    return key_sets
 
 
 def partitions_of(files: Iterable[DataFileSlice]) -> list[PartitionKey]:

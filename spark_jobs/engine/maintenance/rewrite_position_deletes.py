@@ -300,7 +300,7 @@ def live_data_files_by_partition(table: Table) -> dict[PartitionKey, set[str]]:
 
     live: dict[PartitionKey, set[str]] = {}
     for candidate in list_candidates(table, table.current_snapshot(), metrics=ScanMetrics()):
-        live.setdefault(partition_key(candidate.data_file), set()).add(candidate.path)
+        live.setdefault(candidate.partition_key, set()).add(candidate.path)
     return live
 
 

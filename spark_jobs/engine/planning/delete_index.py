@@ -365,7 +365,7 @@ def check_same_partition(
 
 def partition_key(content_file: DataFile) -> PartitionKey:
     """The (spec id, partition tuple) a data or delete file belongs to; NaN partition values compare equal."""
-    return _partition_key_of(content_file.spec_id, partition_values(content_file))
+    return partition_key_of(content_file.spec_id, partition_values(content_file))
 
 
 def _is_nan(value: Any) -> bool:
@@ -429,7 +429,7 @@ def _records_from_columns(
         return []
     taken = columns.table.take(pa.array(rows, pa.int64()))
     codes, partitions = columns.partition_groups
-    keys = [_partition_key_of(columns.spec_id, partition) for partition in partitions]
+    keys = [partition_key_of(columns.spec_id, partition) for partition in partitions]
     values = {name: taken.column(name).to_pylist() for name in _RECORD_COLUMNS}
     maps = {name: taken.column(name).to_pylist() for name in _STATISTICS}
     records = []
@@ -483,14 +483,15 @@ def statistics_of_row(columns: ManifestColumns, row: int) -> ContentStatistics:
     )
 
 
-def _partition_key_of(spec_id: int, partition: tuple[Any, ...]) -> PartitionKey:
+def partition_key_of(spec_id: int, partition: tuple[Any, ...]) -> PartitionKey:
+    """The partition key of a file of spec ``spec_id`` with ``partition`` values (NaN values compare equal)."""
     return spec_id, tuple(_NAN if _is_nan(value) else value for value in partition)
 
 
 def partition_keys(columns: ManifestColumns) -> list[PartitionKey]:
     """The partition keys of the distinct partitions of ``columns`` (``partition_groups`` order)."""
     _, partitions = columns.partition_groups
-    return [_partition_key_of(columns.spec_id, partition) for partition in partitions]
+    return [partition_key_of(columns.spec_id, partition) for partition in partitions]
 
 
 def _position_delete_file(record: DeleteRecord, target: str | None) -> PositionDeleteFile:

@@ -7,7 +7,8 @@ distributed planning runs it where the manifests are read:
    expression evaluator once per distinct partition of the manifest (``ManifestColumns.partition_groups``), and
    the verdict spread to the entries of that partition.
 2. Data files that pass step 1 are then tested on their column metrics (``metrics_filter``: pyiceberg's inclusive
-   metrics rules, vectorized); a data file without rows goes too.
+   metrics rules, vectorized); a data file without rows goes too. With key sets (an upsert's keys per key column),
+   a file must also have, for each key column, a key within its bounds (``key_set_may_match``).
 3. Delete files are kept by step 1 alone: their metrics describe the rows they delete, not the data they delete from.
 4. ``survivors`` keeps the chosen entries with the columns planning needs: the statistics only when asked (the
    equality-delete bounds check needs them), the rest of a manifest's decoded columns is dropped.
@@ -15,7 +16,7 @@ distributed planning runs it where the manifests are read:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.typedef import Record
 
 from spark_jobs.engine.planning.file_statistics import FileStatistics
-from spark_jobs.engine.planning.metrics_filter import MetricsFilter
+from spark_jobs.engine.planning.metrics_filter import MetricsFilter, key_set_may_match
 from spark_jobs.engine.table.manifest_columns import CONTENT_DATA, ManifestColumns
 
 STATISTICS_COLUMNS = (
@@ -53,13 +54,19 @@ class EntryFilter:
     """The entry-level pruning of one scan: a schema, a row filter and the table's partition specs."""
 
     def __init__(
-        self, specs: dict[int, PartitionSpec], schema: Schema, row_filter: BooleanExpression, case_sensitive: bool
+        self,
+        specs: dict[int, PartitionSpec],
+        schema: Schema,
+        row_filter: BooleanExpression,
+        case_sensitive: bool,
+        key_sets: Mapping[int, np.ndarray] | None = None,
     ) -> None:
         self.specs = specs
         self.schema = schema
         self.row_filter = row_filter
         self.case_sensitive = case_sensitive
-        self.filters_rows = row_filter != AlwaysTrue()
+        self.key_sets = dict(key_sets or {})
+        self.filters_rows = row_filter != AlwaysTrue() or bool(self.key_sets)
         self._partition_evaluators: dict[int, Callable[[Record], bool] | None] = {}
         self._metrics: MetricsFilter | None = None
 
@@ -70,10 +77,13 @@ class EntryFilter:
             "schema": self.schema,
             "row_filter": self.row_filter,
             "case_sensitive": self.case_sensitive,
+            "key_sets": self.key_sets,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["specs"], state["schema"], state["row_filter"], state["case_sensitive"])  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            state["specs"], state["schema"], state["row_filter"], state["case_sensitive"], state["key_sets"]
+        )
 
     def verdicts(self, columns: ManifestColumns) -> EntryVerdicts:
         """The surviving data and delete entries of ``columns`` (module doc, steps 1 to 3)."""
@@ -86,7 +96,10 @@ class EntryFilter:
             subset = self.filters_rows and len(candidates) < columns.num_rows
             statistics = FileStatistics(columns.table.take(candidates) if subset else columns.table)
             record_counts = columns.numpy("record_count")[candidates]
-            data_ok[candidates] = self._metrics_filter().may_match(statistics, record_counts)
+            may_match = self._metrics_filter().may_match(statistics, record_counts)
+            for field_id, keys in self.key_sets.items():
+                may_match &= key_set_may_match(statistics, self.schema.find_field(field_id), keys)
+            data_ok[candidates] = may_match
         return EntryVerdicts(
             data_rows=np.flatnonzero(data_ok),
             delete_rows=np.flatnonzero(~is_data & partition_ok),
@@ -109,7 +122,7 @@ class EntryFilter:
 
     def _make_partition_evaluator(self, spec_id: int) -> Callable[[Record], bool] | None:
         spec = self.specs.get(spec_id)
-        if spec is None or spec.is_unpartitioned() or not self.filters_rows:
+        if spec is None or spec.is_unpartitioned() or self.row_filter == AlwaysTrue():
             return None
         partition_filter = inclusive_projection(self.schema, spec, self.case_sensitive)(self.row_filter)
         if partition_filter == AlwaysTrue():

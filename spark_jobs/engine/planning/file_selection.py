@@ -15,9 +15,10 @@ Read locally, manifests are decoded a few at a time on threads and cached (``man
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+import numpy as np
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.schema import Schema
@@ -68,12 +69,13 @@ def select_files(
     metrics: ScanMetrics,
     remote: RemoteManifestReader | None = None,
     planning_mode: PlanningMode | None = None,
+    key_sets: Mapping[int, np.ndarray] | None = None,
 ) -> PlannedFiles:
     """The snapshot's data files that may hold rows matching ``row_filter``, with their deletes (module doc)."""
     specs = table.specs()
     pruner = ManifestPruner(specs, schema, row_filter, case_sensitive)
     data_manifests, delete_manifests = pruner.select_manifests(cached_manifests(snapshot, table.io), metrics)
-    entry_filter = EntryFilter(specs, schema, row_filter, case_sensitive)
+    entry_filter = EntryFilter(specs, schema, row_filter, case_sensitive, key_sets)
     partition_type_of = partition_type_resolver(table)
     data_mode, delete_mode = planning_modes(table.properties, planning_mode)
     remote_parallelism = remote.parallelism if remote is not None else 0

@@ -23,11 +23,25 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, BoundTerm
 from pyiceberg.expressions.literals import Literal
 from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, bind, rewrite_not, visit
 from pyiceberg.schema import Schema
-from pyiceberg.types import NestedField, PrimitiveType
+from pyiceberg.types import (
+    BinaryType,
+    DateType,
+    DecimalType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    NestedField,
+    PrimitiveType,
+    StringType,
+    TimestampType,
+    TimestamptzType,
+    TimeType,
+)
 
 from spark_jobs.engine.planning.file_statistics import Bounds, FileStatistics
 
@@ -72,6 +86,27 @@ def key_set_may_match(statistics: FileStatistics, field: NestedField, sorted_key
     if upper.present.any():
         last = np.where(upper.present & ~upper.is_nan, _searchsorted(sorted_keys, upper.values, "right"), last)
     return ~masks.nulls_only(field.field_id) & (last > first)
+
+
+_INTEGER_BOUND_TYPES = (IntegerType, LongType, DateType, TimeType, TimestampType, TimestamptzType)
+
+
+def sorted_key_values(values: pa.Array, field_type: IcebergType) -> np.ndarray | None:
+    """The distinct non-null ``values`` of a key column, sorted, as its bounds decode (for ``key_set_may_match``);
+    None for a type whose bounds do not compare with its values here (keys of it prune nothing)."""
+    present = values.drop_null()
+    if isinstance(field_type, _INTEGER_BOUND_TYPES):
+        if pa.types.is_date32(present.type) or pa.types.is_timestamp(present.type) or pa.types.is_time(present.type):
+            present = present.view(pa.int32() if pa.types.is_date32(present.type) else pa.int64())
+        if not pa.types.is_integer(present.type):
+            return None
+        return np.unique(present.cast(pa.int64()).to_numpy(zero_copy_only=False))
+    if isinstance(field_type, (StringType, DecimalType, BinaryType)):
+        python_values = present.to_pylist()
+        array = np.empty(len(python_values), dtype=object)
+        array[:] = python_values
+        return np.unique(array) if len(array) else array
+    return None
 
 
 class _MetricsMasks(BoundBooleanExpressionVisitor[Any]):

@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.parser import parse
 from pyiceberg.expressions.visitors import bind
@@ -71,6 +73,7 @@ def plan_scan(
     metrics: ScanMetrics | None = None,
     remote: RemoteManifestReader | None = None,
     planning_mode: PlanningMode | None = None,
+    key_sets: Mapping[int, np.ndarray] | None = None,
 ) -> ScanPlan:
     """Plan the scan of ``snapshot`` (None: an empty table) read with ``schema``.
 
@@ -79,7 +82,8 @@ def plan_scan(
     ``lookback`` override the table's read.split.* properties. With ``parallelism`` (the reader's slots) and no
     ``split_size``, the split size adapts to it as Iceberg Java's Spark scans do (``splitting`` module doc).
     ``remote`` reads manifests elsewhere (Spark executors) when ``planning_mode`` (else the table's
-    read.*-planning-mode properties) says so; without it every manifest is read here.
+    read.*-planning-mode properties) says so; without it every manifest is read here. ``key_sets`` (field id ->
+    sorted key values) keeps only files whose bounds may hold a key of each (an upsert's key scan).
     """
     read_schema = schema if schema is not None else schema_for_snapshot(table, snapshot)
     unbound_filter, bound_filter = bind_row_filter(table, read_schema, row_filter, case_sensitive)
@@ -99,6 +103,7 @@ def plan_scan(
             metrics=scan_metrics,
             remote=remote,
             planning_mode=planning_mode,
+            key_sets=key_sets,
         )
         if parallelism is not None and split_size is None and adaptive_split_size_enabled(table.properties):
             chosen = adaptive_split_size_for(

@@ -13,10 +13,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids
@@ -97,6 +98,7 @@ def open_read_session(
     batch_size: int = DEFAULT_BATCH_SIZE,
     remote: RemoteManifestReader | None = None,
     planning_mode: PlanningMode | None = None,
+    key_sets: Mapping[int, np.ndarray] | None = None,
 ) -> ReadSession:
     """Plan a read of ``table`` (``ns.table``, or a loaded Table) through ``catalog`` (a name or a Catalog).
 
@@ -125,6 +127,7 @@ def open_read_session(
         metrics=metrics,
         remote=remote,
         planning_mode=planning_mode,
+        key_sets=key_sets,
     )
     context = build_scan_context(
         iceberg_table,

@@ -1,6 +1,7 @@
 """Delete files freed by a rewrite: those whose every applicable data file is replaced."""
 
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.typedef import Record
 
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
@@ -31,7 +32,7 @@ def _candidate(path: str, deletes: AppliedDeletes) -> RewriteCandidate:
     entry = ManifestEntry.from_args(
         status=ManifestEntryStatus.ADDED, snapshot_id=1, sequence_number=1, data_file=data_file
     )
-    return RewriteCandidate(entry, deletes)
+    return RewriteCandidate.of_entry(entry, PartitionSpec(spec_id=0), deletes)
 
 
 USAGE = DeleteUsage(

@@ -4,6 +4,7 @@ import itertools
 from collections import Counter
 
 from pyiceberg.manifest import DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.typedef import Record
 
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
@@ -32,7 +33,7 @@ def _file(size: int, *, name: str = "", spec_id: int = 1, partition: tuple = ("a
     entry = ManifestEntry.from_args(
         status=ManifestEntryStatus.ADDED, snapshot_id=1, sequence_number=1, file_sequence_number=1, data_file=data_file
     )
-    return RewriteCandidate(entry, AppliedDeletes(**deletes))
+    return RewriteCandidate.of_entry(entry, PartitionSpec(spec_id=spec_id), AppliedDeletes(**deletes))
 
 
 _FILE_NUMBERS = itertools.count()
@@ -212,14 +213,14 @@ def test_partition_evolution_table_groups_old_spec_files_together(conformance_ca
     current_spec = table.spec().spec_id
     options = RewriteOptions.resolve({}, target_file_size_bytes=MIB, min_input_files=2)
     plan = plan_rewrite(table, table.current_snapshot(), options)
-    old_spec_groups = [g for g in plan.groups if any(c.data_file.spec_id != current_spec for c in g.files)]
+    old_spec_groups = [g for g in plan.groups if any(c.file.spec_id != current_spec for c in g.files)]
     assert len(old_spec_groups) == 1
     assert old_spec_groups[0].partition == (None,) * len(table.spec().fields)
-    assert Counter(c.data_file.spec_id for c in old_spec_groups[0].files) == {0: 14, 1: 56, 3: 20}
+    assert Counter(c.file.spec_id for c in old_spec_groups[0].files) == {0: 14, 1: 56, 3: 20}
     for group in plan.groups:
         if group not in old_spec_groups:
-            assert {c.data_file.spec_id for c in group.files} == {current_spec}
-            assert all(tuple(c.data_file.partition) == group.partition for c in group.files)
+            assert {c.file.spec_id for c in group.files} == {current_spec}
+            assert all(tuple(c.file.partition) == group.partition for c in group.files)
 
 
 def test_delete_ratio_on_a_table_with_deletion_vectors(conformance_catalog):

@@ -86,6 +86,24 @@ def test_the_batch_key_range_prunes_files_and_keeps_partitions_and_deletes(table
     assert files_that_may_hold_keys(table, ["id"], key_range_filter(["id"], None), with_position_deletes=True) == []
 
 
+def test_the_batch_keys_keep_only_files_whose_bounds_hold_one(table: Table) -> None:
+    """Keys 5 and 25 lie in the range of all three files, but in the bounds of the first and the last only."""
+    key_range = key_range_filter(["id"], [(5, 25)])
+    keys = pa.table({"id": pa.array([25, 5, None, 5], pa.int64())})
+    files = files_that_may_hold_keys(table, ["id"], key_range, with_position_deletes=True, batch_keys=keys)
+    assert {f.path for f in files} == {_path_holding(table, 0), _path_holding(table, 20)}
+    every = files_that_may_hold_keys(table, ["id"], key_range, with_position_deletes=True)
+    assert len(every) == 3
+    none = pa.table({"id": pa.array([30, 31], pa.int64())})
+    assert files_that_may_hold_keys(table, ["id"], AlwaysTrue(), with_position_deletes=True, batch_keys=none) == []
+
+
+def test_string_keys_prune_by_their_bounds_too(table: Table) -> None:
+    keys = pa.table({"id": pa.array([12], pa.int64()), "part": pa.array(["b"], pa.string())})
+    files = files_that_may_hold_keys(table, ["id", "part"], AlwaysTrue(), with_position_deletes=True, batch_keys=keys)
+    assert [f.path for f in files] == [_path_holding(table, 10)]
+
+
 def test_key_range_filters_without_bounded_columns_or_keys() -> None:
     assert key_range_filter([], None) == AlwaysTrue()
     assert key_range_filter(["id"], None) == AlwaysFalse()
