@@ -109,3 +109,22 @@ def test_the_decision_is_explained_per_partition_in_words(conformance_catalog) -
     assert line.startswith("partition (unpartitioned): 2000 data files (")
     assert "2000 small files (under 384 MiB) > 100 (AWS Glue's rule)" in line
     assert "2000 fragment files (under 64 MiB) >= 12 (Apache Amoro's rule)" in line
+
+
+@pytest.mark.parametrize(
+    "table", ["mor_v2_pos", "mor_v3_dv", "v2_eq_deletes", "v2_eq_deletes_part", "partition_evolution", "v1_cow"]
+)
+def test_duckdbs_sums_equal_the_entry_by_entry_reading(conformance_catalog, monkeypatch, table: str) -> None:
+    """The manifests summed by DuckDB give the very numbers, names and sizes pyiceberg's entries give."""
+    from airflow_iceberg_provider import compaction_stats
+
+    loaded = conformance_catalog.load_table(f"corpus.{table}")
+    sizes = sorted(file_stats(loaded).data_file_sizes)
+    rules = CompactionThresholds(small_file_bytes=sizes[len(sizes) // 2])  # about half the files are small
+    by_duckdb = file_stats(loaded, thresholds=rules)
+    monkeypatch.setattr(compaction_stats, "summarize", lambda *args, **kwargs: None)
+    by_entries = file_stats(loaded, thresholds=rules)
+    assert by_duckdb.partitions == by_entries.partitions
+    assert sorted(by_duckdb.data_file_sizes) == sorted(by_entries.data_file_sizes)
+    assert by_duckdb.as_dict() == by_entries.as_dict()
+    assert 0 < by_duckdb.small_data_files < by_duckdb.data_files or len(set(sizes)) == 1
