@@ -84,7 +84,17 @@ def summarize(table: Any, snapshot: Any, *, small: int, fragment: int) -> list[P
                     total[index] += int(value or 0)
                 total[5].extend(sizes or ())
     sums = [
-        PartitionSums(spec_id, partition, content, *total[:5], tuple(total[5]))
+        PartitionSums(
+            spec_id=spec_id,
+            partition=partition,
+            content=content,
+            files=total[0],
+            rows=total[1],
+            bytes=total[2],
+            small_files=total[3],
+            fragment_files=total[4],
+            sizes=tuple(total[5]),
+        )
         for (spec_id, partition, content), total in totals.items()
     ]
     return sums
