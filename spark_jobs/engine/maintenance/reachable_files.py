@@ -1,5 +1,8 @@
 """Which files a table's metadata references, read from its snapshots' manifest lists and manifests.
 
+Manifests are decoded as columns on threads (``manifest_columns.decode_manifest``, DuckDB's avro extension for
+large ones), keeping only each entry's location and content: no Python object per entry.
+
 Locations are compared in one normal form (``normalize_location``), because writers spell the same file
 differently: Iceberg Java writes ``file:/tmp/t/x``, pyiceberg ``file:///tmp/t/x``, a listing gives ``/tmp/t/x``;
 ``s3a://`` and ``s3n://`` name the same objects as ``s3://`` (as Java's orphan-file action treats them).
@@ -8,16 +11,22 @@ differently: Iceberg Java writes ``file:/tmp/t/x``, pyiceberg ``file:///tmp/t/x`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from urllib.parse import urlparse
 
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFileContent, ManifestFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
+from pyiceberg.types import StructType
 from pyiceberg.utils.concurrent import ExecutorFactory
 
-from spark_jobs.engine.table.manifest_entries import read_live_entries, read_manifest_list
+from spark_jobs.engine.shared.thread_pools import process_thread_pool
+from spark_jobs.engine.table.manifest_cache import DECODE_THREADS
+from spark_jobs.engine.table.manifest_columns import decode_manifest, use_duckdb_for
+from spark_jobs.engine.table.manifest_entries import read_manifest_list
+
+_NO_PARTITION = StructType()  # locations and contents only: the partition is not decoded
 
 _SAME_STORE_SCHEMES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
 
@@ -44,23 +53,34 @@ def manifests_of(snapshots: Iterable[Snapshot], io: FileIO) -> dict[str, Manifes
 
 def live_content_files(manifests: Iterable[ManifestFile], io: FileIO) -> dict[str, DataFileContent]:
     """Location -> content (data, position or equality deletes) of every live entry of the manifests."""
-    executor = ExecutorFactory.get_or_create()
     files: dict[str, DataFileContent] = {}
-    for entries in executor.map(lambda manifest: read_live_entries(manifest, io), list(manifests)):
-        for entry in entries:
-            files[entry.data_file.file_path] = entry.data_file.content
+    for paths, contents in _paths_and_contents(list(manifests), io, live_only=True):
+        files.update(zip(paths, map(DataFileContent, contents), strict=True))
     return files
 
 
 def all_content_file_locations(manifests: Iterable[ManifestFile], io: FileIO) -> set[str]:
     """Locations of every entry of the manifests, DELETED entries included (a cautious superset for orphans)."""
-    executor = ExecutorFactory.get_or_create()
     locations: set[str] = set()
-    for entries in executor.map(
-        lambda manifest: manifest.fetch_manifest_entry(io, discard_deleted=False), list(manifests)
-    ):
-        locations.update(entry.data_file.file_path for entry in entries)
+    for paths, _ in _paths_and_contents(list(manifests), io, live_only=False):
+        locations.update(paths)
     return locations
+
+
+def _paths_and_contents(
+    manifests: list[ManifestFile], io: FileIO, *, live_only: bool
+) -> Iterator[tuple[list[str], list[int]]]:
+    """Each manifest's entry locations and contents, decoded as columns on threads (no object per entry)."""
+    use_duckdb = use_duckdb_for(manifests)
+
+    def decode(manifest: ManifestFile) -> tuple[list[str], list[int]]:
+        table = decode_manifest(manifest, io, _NO_PARTITION, use_duckdb=use_duckdb, live_only=live_only).table
+        return table.column("file_path").to_pylist(), table.column("content").to_pylist()
+
+    if len(manifests) <= 1:
+        yield from map(decode, manifests)
+        return
+    yield from process_thread_pool("manifest-decode", DECODE_THREADS).map(decode, manifests)
 
 
 def metadata_file_locations(metadata: TableMetadata, metadata_location: str | None) -> set[str]:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyiceberg.partitioning import PartitionSpec
+from pyiceberg.transforms import IdentityTransform
 
 from spark_jobs.engine.planning.delete_index import (
     AppliedDeletes,
@@ -34,6 +35,15 @@ from spark_jobs.engine.planning.scan_tasks import ScanTask, SliceColumns
 from spark_jobs.engine.planning.splitting import SplitSettings, pack_weights, split_ranges, usable_split_offsets
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_columns import ManifestColumns
+
+
+def identity_partition_constants(spec: PartitionSpec, partition: Any) -> dict[int, Any]:
+    """Source field id -> partition value for each identity field of the file's own spec."""
+    return {
+        partition_field.source_id: partition[position]
+        for position, partition_field in enumerate(spec.fields)
+        if isinstance(partition_field.transform, IdentityTransform)
+    }
 
 
 class ArrowValues(Sequence[Any]):
@@ -187,8 +197,6 @@ def gather(
     metrics: ScanMetrics,
 ) -> PlannedFiles:
     """The surviving data files of every manifest, in order, with their deletes (module doc, steps 1 and 2)."""
-    from spark_jobs.engine.planning.scan_planner import identity_partition_constants
-
     chunks = [chunk for chunk in survivors if chunk.num_rows]
     paths: list[str] = []
     partitions: list[tuple[Any, ...]] = []

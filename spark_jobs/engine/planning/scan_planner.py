@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
@@ -26,11 +25,11 @@ from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
-from pyiceberg.transforms import IdentityTransform
 from pyparsing import ParseException
 
 from spark_jobs.engine.planning.delete_index import AppliedDeletes
 from spark_jobs.engine.planning.file_selection import RemoteManifestReader, select_files
+from spark_jobs.engine.planning.planned_files import identity_partition_constants
 from spark_jobs.engine.planning.planning_mode import PlanningMode
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
 from spark_jobs.engine.planning.splitting import (
@@ -147,15 +146,6 @@ def bind_row_filter(
         raise InvalidFilterError(
             f"row filter {str(row_filter)!r} for table {table_name} cannot be applied: {error}; columns: {columns}"
         ) from None
-
-
-def identity_partition_constants(spec: PartitionSpec, partition: Any) -> dict[int, Any]:
-    """Source field id -> partition value for each identity field of the file's own spec."""
-    return {
-        partition_field.source_id: partition[position]
-        for position, partition_field in enumerate(spec.fields)
-        if isinstance(partition_field.transform, IdentityTransform)
-    }
 
 
 def whole_file_slice(entry: ManifestEntry, spec: PartitionSpec, deletes: AppliedDeletes) -> DataFileSlice:

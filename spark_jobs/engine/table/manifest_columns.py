@@ -204,9 +204,10 @@ def partition_groups(
 
 
 def decode_manifest(
-    manifest: ManifestFile, io: FileIO, partition_type: StructType, *, use_duckdb: bool
+    manifest: ManifestFile, io: FileIO, partition_type: StructType, *, use_duckdb: bool, live_only: bool = True
 ) -> ManifestColumns:
-    """The manifest's live entries as columns (module doc), decoded by DuckDB when ``use_duckdb`` and available."""
+    """The manifest's live entries as columns (module doc), decoded by DuckDB when ``use_duckdb`` and available;
+    with ``live_only`` False its DELETED entries too. An empty ``partition_type`` leaves the partition out."""
     path = manifest.manifest_path
     partition_types = tuple(field.field_type for field in partition_type.fields)
     try:
@@ -216,7 +217,7 @@ def decode_manifest(
             raw = _pyiceberg_table(path, io, partition_type)
     except Exception as error:  # named when it is the file's fault, re-raised as it was otherwise
         raise file_error("manifest", path, _as_decoding_error(error)) from error
-    table = _live_with_inheritance(raw, manifest)
+    table = _with_inheritance(raw, manifest, live_only=live_only)
     return ManifestColumns(path, manifest.partition_spec_id, table, partition_types)
 
 
@@ -440,8 +441,8 @@ def _python_value_converter(field_type: IcebergType) -> Callable[[Any], Any] | N
 # --- steps 3 and 4: inheritance, live entries ------------------------------------------------------------------------
 
 
-def _live_with_inheritance(raw: pa.Table, manifest: ManifestFile) -> pa.Table:
-    """The live entries of ``raw`` with the values they inherit from ``manifest`` filled in (module doc, step 3)."""
+def _with_inheritance(raw: pa.Table, manifest: ManifestFile, *, live_only: bool) -> pa.Table:
+    """The (live) entries of ``raw`` with the values they inherit from ``manifest`` filled in (module doc, step 3)."""
     status = raw.column("status").combine_chunks().fill_null(0).to_numpy(zero_copy_only=False)
     added = status == int(ManifestEntryStatus.ADDED)
     live = status != STATUS_DELETED
@@ -470,7 +471,7 @@ def _live_with_inheritance(raw: pa.Table, manifest: ManifestFile) -> pa.Table:
             columns["first_row_id"] = pc.if_else(pa.array(assign), inherited, first_row_ids)
 
     table = pa.table(columns)
-    return table if live.all() else table.filter(pa.array(live))
+    return table if live.all() or not live_only else table.filter(pa.array(live))
 
 
 def raise_if_not_manifest(decoded: pa.Table, path: str) -> None:
