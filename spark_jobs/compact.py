@@ -25,11 +25,9 @@ the final JSON line carries the snapshot ids, what was added and removed, rows a
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -39,7 +37,11 @@ from spark_jobs.engine.compaction.strategy import STRATEGIES
 from spark_jobs.job_failures import set_subject
 from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
 
-log = logging.getLogger("spark_jobs.compact")
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+    from spark_jobs.engine.compaction.outcome import RewriteOutcome
+    from spark_jobs.engine.compaction.planner import RewritePlan
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,16 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the compact job; returns the result the last stdout line carries."""
-    from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
+    from spark_jobs.engine.compaction import RewriteOptions
     from spark_jobs.engine.compaction.strategy import resolve_strategy
+    from spark_jobs.engine.jobs.compact_job import compact_table
     from spark_jobs.engine.table.catalog import load_catalog, load_table
 
     args = build_parser().parse_args(argv)
     set_subject(table=args.table)
     if args.max_commits is not None and not args.partial_progress:
         raise UsageError("spark_jobs/compact.py: --max-commits needs --partial-progress")
-    log.info("plan: compaction of %s ...", args.table)
-    started = time.perf_counter()
     table = load_table(load_catalog(args.catalog), args.table)
     strategy = resolve_strategy(
         table,
@@ -114,142 +115,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         remove_dangling_deletes=args.remove_dangling_deletes or None,
         compression_factor=args.compression_factor,
     )
-    plan = plan_rewrite(table, table.current_snapshot(), options, where=args.where, strategy=strategy)
-    seconds = {"plan": round(time.perf_counter() - started, 3)}
-    log.info("plan done in %.1f s: %d file groups", seconds["plan"], len(plan.groups))
-    explanation = _explanation(table, options, args.where)
-    for line in explanation:
-        log.info("  %s", line)
-    if not args.dry_run:
-        return _rewrite(table, plan, seconds)
-    print(describe_plan(plan), flush=True)
-    operation = "replace" if plan.groups else None  # what a rewrite of this plan would commit
-    return {
-        "status": "ok",
-        "job": "compact",
-        "dry_run": True,
-        "operation": operation,
-        **plan.as_dict(),
-        "explanation": explanation,
-        "seconds": seconds,
-    }
+    result = compact_table(
+        table, options, strategy, where=args.where, dry_run=args.dry_run, run_rewrite=_rewrite_on_spark
+    )
+    return result.as_json()
 
 
-def _explanation(table: Any, options: Any, where: str | None) -> list[str]:
-    """The plan's decisions per partition and file group, in words (the manifests are cached by now)."""
-    from spark_jobs.engine.compaction.candidates import list_candidates
-    from spark_jobs.engine.compaction.explain import explain_plan
-
-    candidates = list_candidates(table, table.current_snapshot(), where)
-    return explain_plan(candidates, table.spec().spec_id, len(table.spec().fields), options)
-
-
-def _rewrite(table: Any, plan: Any, seconds: dict[str, float]) -> dict[str, Any]:
-    """Rewrite and commit the plan on Spark; the job's result."""
-    from spark_jobs.engine.commit.committer import require_writable_format
-
-    require_writable_format(table)
-    if not plan.groups:
-        return {**_summary(plan, None), "seconds": seconds}
+def _rewrite_on_spark(table: Table, plan: RewritePlan) -> RewriteOutcome:
+    """The plan's groups rewritten on the job's Spark session, started now (``spark/compact.py``)."""
     from spark_jobs.spark.compact import run_rewrite
 
     spark = spark_session(f"iceberg-compact {plan.table_name}")
     engine_on_executors(spark)
-    outcome = run_rewrite(spark, table, plan)
-    seconds.update({phase: round(value, 3) for phase, value in outcome.seconds.items()})
-    summary = _summary(plan, outcome)
-    if plan.options.remove_dangling_deletes and outcome.commits:
-        started = time.perf_counter()
-        summary.update(_remove_dangling_deletes(table))
-        seconds["remove_dangling_deletes"] = round(time.perf_counter() - started, 3)
-    return {**summary, "seconds": seconds}
-
-
-def _remove_dangling_deletes(table: Any) -> dict[str, Any]:
-    """Java's remove-dangling-deletes after the rewrite: one more ``replace`` removing deletes nothing needs."""
-    from spark_jobs.engine.commit.committer import commit_change
-    from spark_jobs.engine.compaction.dangling_deletes import dangling_deletes_change, find_dangling_deletes
-
-    table.refresh()
-    start = table.current_snapshot()
-    dangling = find_dangling_deletes(table, start)
-    if not dangling.locations:
-        return {"dangling_delete_files_removed": 0}
-    result = commit_change(table, dangling_deletes_change(dangling), starting_snapshot_id=start.snapshot_id)
-    return {
-        "dangling_delete_files_removed": len(dangling.locations),
-        "dangling_deletes_snapshot_id": result.snapshot_id,
-        "snapshot_id": result.snapshot_id,
-    }
-
-
-def describe_plan(plan: Any) -> str:
-    """The plan in words, one line per group (what ``--dry-run`` prints before its JSON line)."""
-    strategy = plan.strategy
-    how = strategy.java_name if not strategy.is_shuffling else f"{strategy.java_name} by {strategy.description}"
-    if not plan.groups:
-        return (
-            f"plan: nothing to rewrite in {plan.table_name} at snapshot {plan.snapshot_id} "
-            f"({plan.candidate_files} candidate data files, none selected by the {how} rules)"
-        )
-    summary = plan.as_dict()
-    lines = [
-        f"plan: {how} rewrite of {plan.table_name} at snapshot {plan.snapshot_id}: {summary['rewritten_data_files']} "
-        f"data files ({summary['rewritten_bytes']} bytes, {summary['rewritten_rows']} rows) in "
-        f"{summary['file_groups']} file groups into about {summary['expected_output_files']} files of spec "
-        f"{plan.output_spec_id}, {summary['expected_commits']} replace commit(s); {summary['delete_files']} delete "
-        f"files apply, {summary['delete_files_freed']} would be removed"
-    ]
-    for group in summary["groups"]:
-        partition = ", ".join(f"{name}={value}" for name, value in group["partition"].items()) or "unpartitioned"
-        lines.append(
-            f"  group {group['global_index']} ({partition}): {group['input_files']} files, {group['input_bytes']} "
-            f"bytes -> {group['expected_output_files']} file(s)"
-        )
-    return "\n".join(lines)
-
-
-def _summary(plan: Any, outcome: Any) -> dict[str, Any]:
-    """The result of a rewrite: snapshots, groups, files and bytes added and removed, delete files removed, rows."""
-    commits = outcome.commits if outcome is not None else []
-
-    def total(key: str) -> int:
-        return sum(int(commit.summary.get(key, 0)) for commit in commits)
-
-    counters = outcome.counters.as_dict() if outcome is not None else {}
-    return {
-        "status": "ok",
-        "job": "compact",
-        "dry_run": False,
-        "table": plan.table_name,
-        **plan.strategy.as_dict(),
-        "starting_snapshot_id": plan.snapshot_id,
-        "snapshot_id": commits[-1].snapshot_id if commits else plan.snapshot_id,
-        "snapshot_ids": [commit.snapshot_id for commit in commits],
-        "operation": "replace" if commits else None,
-        "commits": len(commits),
-        "file_groups": len(plan.groups),
-        "rewritten_file_groups": len(outcome.committed_groups) if outcome is not None else 0,
-        "failed_file_groups": outcome.failed_groups if outcome is not None else [],
-        "failures": outcome.failures if outcome is not None else [],
-        "data_files_added": total("added-data-files"),
-        "data_files_removed": total("deleted-data-files"),
-        "bytes_added": total("added-files-size"),
-        "bytes_removed": total("removed-files-size"),
-        "delete_files_removed": total("removed-delete-files"),
-        "rows_read": counters.get("rows_read", 0),
-        "rows_deleted": sum(counters.get(key, 0) for key in _ROWS_DELETED),
-        "rows_written": outcome.rows_written if outcome is not None else 0,
-        "rewrite_waves": outcome.waves if outcome is not None else 0,
-        "counters": counters,
-    }
-
-
-_ROWS_DELETED = (
-    "rows_deleted_by_position_deletes",
-    "rows_deleted_by_deletion_vectors",
-    "rows_deleted_by_equality_deletes",
-)
+    return run_rewrite(spark, table, plan)
 
 
 if __name__ == "__main__":

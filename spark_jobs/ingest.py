@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 import time
 from pathlib import Path
@@ -32,20 +31,12 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_jobs.job_failures import set_subject
-from spark_jobs.job_support import (
-    JobArgumentParser,
-    UsageError,
-    bad_input_inside,
-    engine_on_executors,
-    exception_texts,
-    run_job,
-    spark_session,
-)
+from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
+from spark_jobs.spark.ingest_source import SOURCE_VIEW
 
 log = logging.getLogger("spark_jobs.ingest")
 
 SOURCE_FORMATS = ("parquet", "csv", "json")
-SOURCE_VIEW = "source"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +71,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from spark_jobs.engine.ingest.options import IngestOptions, check_options
     from spark_jobs.engine.shared.errors import UnsupportedFeatureError
     from spark_jobs.spark.ingest import ingest, parquet_source_of, reads_source_files_directly
+    from spark_jobs.spark.ingest_source import read_source, unreadable_source_file
 
     args = build_parser().parse_args(argv)
     set_subject(table=args.table, source=args.source)
@@ -119,84 +111,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     except UnsupportedFeatureError as error:
         raise UsageError(str(error)) from error
     except Exception as error:
-        unreadable = _unreadable_source_file(error, args.source, args.source_format, storage_properties)
+        unreadable = unreadable_source_file(error, args.source, args.source_format, storage_properties)
         if unreadable is not None:
             raise UsageError(unreadable) from error
         raise
     result["seconds"] = {"source": round(read_seconds, 3), **result["seconds"]}
     return result
-
-
-def read_source(
-    spark: Any, uri: str, source_format: str, sql: str | None, storage_properties: dict[str, str] | None = None
-) -> Any:
-    """The source rows as a DataFrame (a missing path or a bad query is a usage error).
-
-    Object-store URIs are read through pyarrow with ``storage_properties`` (the catalog's) unless Spark's JVM has a
-    Hadoop file system for them (``spark_jobs.spark.files``).
-    """
-    from pyspark.errors import AnalysisException
-
-    from spark_jobs.spark.files import read_source as read_files
-
-    options = {"header": "true", "inferSchema": "true"} if source_format == "csv" else {}
-    try:
-        frame = read_files(spark, uri, source_format, storage_properties or {}, options)
-        if sql:
-            check_query_over_source(spark, sql)
-            frame.createOrReplaceTempView(SOURCE_VIEW)
-            frame = spark.sql(sql)
-        frame.schema  # noqa: B018 - resolve the plan now, so a bad query fails here
-    except AnalysisException as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UsageError(f"cannot read source {uri} ({source_format}): {first_line}") from error
-    return frame
-
-
-def _unreadable_source_file(
-    error: Exception, uri: str, source_format: str, storage_properties: dict[str, str]
-) -> str | None:
-    """The source file Spark's Parquet reader failed on, named, when ``error`` is such a failure naming no file.
-
-    Spark 4 names the file (``FAILED_READ_FILE``, turned into bad input by ``job_support``); Spark 3.5 says only
-    "corrupted file", so the source files' footers are read here to find the one at fault.
-    """
-    if source_format != "parquet" or bad_input_inside(error) is not None:
-        return None
-    if not any("org.apache.parquet" in text for text in exception_texts(error)):
-        return None
-    from spark_jobs.spark.files import unreadable_parquet_source
-
-    return unreadable_parquet_source(uri, storage_properties)
-
-
-def check_query_over_source(spark: Any, sql: str) -> None:
-    """Refuse ``sql`` unless it is one query that reads the view ``source`` only (module doc)."""
-    shown = " ".join(sql.split())
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    try:
-        parser = spark._jsparkSession.sessionState().sqlParser()
-        plan = parser.parseQuery(sql)
-        parser.parsePlan(sql)  # the whole text is that one query (Spark 3.5's parseQuery ignores what follows it)
-    except Exception as error:  # Spark's ParseException, through py4j
-        reason = next((line.strip() for line in str(error).splitlines() if line.strip()), "does not parse")
-        raise UsageError(f"--sql {shown!r} is not one query over the view '{SOURCE_VIEW}': {reason[:120]}") from None
-    tree = str(plan.treeString())
-    names = {name.strip().lower() for match in _CTE.finditer(tree) for name in match[1].split(",")}
-    allowed = names | {SOURCE_VIEW}
-    for match in _RELATION.finditer(tree):
-        parts = [part.strip() for part in match[1].split(",")]
-        if len(parts) != 1 or parts[0].lower() not in allowed:
-            raise UsageError(f"--sql {shown!r} may read only the view '{SOURCE_VIEW}', not {'.'.join(parts)}")
-    refused = _TABLE_FUNCTION.search(tree) or _REFLECTION.search(tree)
-    if refused:
-        raise UsageError(f"--sql {shown!r} may read only the view '{SOURCE_VIEW}': {refused[1]}(...) is not allowed")
-
-
-_CTE = re.compile(r"CTE \[([^\]]*)\]")
-_RELATION = re.compile(r"UnresolvedRelation \[([^\]]*)\]")
-_TABLE_FUNCTION = re.compile(r"UnresolvedTableValuedFunction \[([^\]]*)\]")
-_REFLECTION = re.compile(r"'((?:try_)?reflect|java_method)\(", re.IGNORECASE)
 
 
 if __name__ == "__main__":

@@ -26,12 +26,16 @@ import traceback
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_contract import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, error_line
 from spark_jobs.job_failures import classify, clear_subject, exception_texts
 from spark_jobs.job_log import SPARK_START_PHASE, log_summary
+
+if TYPE_CHECKING:
+    from spark_jobs.engine.jobs.executor import TaskExecutor
+    from spark_jobs.engine.jobs.placement import Placement
 
 __all__ = [
     "EXIT_FAILURE",
@@ -147,6 +151,31 @@ def start_spark_session(app_name: str) -> Callable[[], Any]:
         return outcome["session"]
 
     return wait
+
+
+def job_placement(max_bytes: int, app_name: str) -> Placement:
+    """A job's driver-or-Spark decision (``engine/jobs/placement.py``): this process for a scan of at most
+    ``max_bytes``, else a Spark session named ``app_name`` with the engine on its executors."""
+    from spark_jobs.engine.jobs.placement import Placement
+
+    def in_process() -> TaskExecutor:
+        from spark_jobs.spark.driver_read import InProcessExecutor
+
+        return InProcessExecutor(max_bytes=max_bytes)
+
+    def start_spark() -> Callable[[], TaskExecutor]:
+        waiting = start_spark_session(app_name)
+
+        def spark_executor() -> TaskExecutor:
+            from spark_jobs.spark.executor import SparkExecutor
+
+            spark = waiting()
+            engine_on_executors(spark)
+            return SparkExecutor(spark)
+
+        return spark_executor
+
+    return Placement(max_bytes, in_process, start_spark)
 
 
 def spark_session(app_name: str) -> Any:

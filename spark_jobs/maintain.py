@@ -29,7 +29,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,10 +38,15 @@ from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS
 from spark_jobs.job_failures import set_subject
 from spark_jobs.job_support import JobArgumentParser, UsageError, run_job
 
-EXPIRE_SNAPSHOTS = "expire-snapshots"
-REMOVE_ORPHAN_FILES = "remove-orphan-files"
-REWRITE_POSITION_DELETES = "rewrite-position-deletes"
-REWRITE_MANIFESTS = "rewrite-manifests"
+if TYPE_CHECKING:
+    from pyiceberg.table import Table
+
+from spark_jobs.engine.jobs.maintain_actions import (
+    EXPIRE_SNAPSHOTS,
+    REMOVE_ORPHAN_FILES,
+    REWRITE_MANIFESTS,
+    REWRITE_POSITION_DELETES,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run one maintenance action; returns the result the last stdout line carries."""
+    from spark_jobs.engine.jobs.maintain_job import MaintainResult, describe_removal
     from spark_jobs.engine.maintenance import expire_snapshots, remove_orphan_files
     from spark_jobs.engine.table.catalog import load_catalog, load_table
     from spark_jobs.engine.table.snapshots import parse_as_of
@@ -110,43 +116,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 allow_short_retention=args.allow_short_retention,
             ).as_dict()
         if args.dry_run:
-            print(_describe_removal(args.action, ".".join(table.name()), outcome), flush=True)
-    return {
-        "status": "ok",
-        "job": "maintain",
-        "action": args.action,
-        "table": ".".join(table.name()),
-        "dry_run": args.dry_run,
-        "snapshot_id": snapshot_before.snapshot_id if snapshot_before is not None else None,
-        **outcome,
-        "seconds": {args.action: round(time.perf_counter() - started, 3)},
-    }
+            print(describe_removal(args.action, ".".join(table.name()), outcome), flush=True)
+    return MaintainResult(
+        action=args.action,
+        table=".".join(table.name()),
+        dry_run=args.dry_run,
+        snapshot_id=snapshot_before.snapshot_id if snapshot_before is not None else None,
+        outcome=outcome,
+        seconds=time.perf_counter() - started,
+    ).as_json()
 
 
-def _rewrite(args: argparse.Namespace, table: Any) -> dict[str, Any]:
-    """Plan, then (without --dry-run) run, a position delete or manifest rewrite; what the JSON line adds."""
+def _rewrite(args: argparse.Namespace, table: Table) -> dict[str, Any]:
+    """A position delete or manifest rewrite from the arguments (``engine/jobs/maintain_job.py``)."""
+    from spark_jobs.engine.jobs.maintain_job import rewrite_manifests_action, rewrite_position_deletes_action
+
     if args.action == REWRITE_MANIFESTS:
-        from spark_jobs.engine.maintenance.rewrite_manifests import plan_manifest_rewrite, rewrite_manifests
-
         sort_by = [name.strip() for name in args.sort_by.split(",") if name.strip()] if args.sort_by else None
-        manifest_plan = plan_manifest_rewrite(table, spec_id=args.spec_id, sort_by=sort_by)
-        if args.dry_run:
-            print(manifest_plan.describe(), flush=True)
-            return {"operation": "replace" if manifest_plan.rewrites else None, **manifest_plan.as_dict()}
-        result = rewrite_manifests(table, manifest_plan)
-        done = {"operation": "replace" if result else None, **manifest_plan.as_dict()}
-        if result is not None:
-            done.update(
-                committed_snapshot_id=result.snapshot_id,
-                manifests_created=int(result.summary.get("manifests-created", 0)),
-                manifests_after=len(table.current_snapshot().manifests(table.io)),
-            )
-        return done
-    from spark_jobs.engine.maintenance.rewrite_position_deletes import (
-        PositionDeleteRewriteOptions,
-        plan_position_delete_rewrite,
-        rewrite_position_deletes,
-    )
+        return rewrite_manifests_action(table, spec_id=args.spec_id, sort_by=sort_by, dry_run=args.dry_run)
+    from spark_jobs.engine.maintenance.rewrite_position_deletes import PositionDeleteRewriteOptions
 
     if args.max_commits is not None and not args.partial_progress:
         raise UsageError("spark_jobs/maintain.py: --max-commits needs --partial-progress")
@@ -162,52 +150,7 @@ def _rewrite(args: argparse.Namespace, table: Any) -> dict[str, Any]:
         partial_progress_enabled=args.partial_progress or None,
         partial_progress_max_commits=args.max_commits,
     )
-    plan = plan_position_delete_rewrite(table, options, where=args.where)
-    if plan.format_version >= 3 and plan.candidate_files and not args.dry_run:
-        from spark_jobs.engine.shared.errors import UnsupportedFeatureError
-
-        raise UnsupportedFeatureError(
-            f"table {plan.table_name} is format v{plan.format_version} and still has {plan.candidate_files} position "
-            "delete files; rewriting them into deletion vectors is not supported yet"
-        )
-    planned = plan.as_dict()
-    planned.pop("table", None)
-    planned.pop("snapshot_id", None)
-    if args.dry_run or not (plan.groups or plan.dangling):
-        print(plan.describe(), flush=True)
-        return {"operation": "replace" if plan.groups or plan.dangling else None, **planned}
-    outcome = rewrite_position_deletes(table, plan)
-    return {
-        "operation": "replace",
-        **planned,
-        "snapshot_ids": [commit.snapshot_id for commit in outcome.commits],
-        "commits": len(outcome.commits),
-        "delete_files_removed": outcome.rewritten_files + outcome.dangling_files_removed,
-        "delete_files_added": outcome.added_files,
-        "bytes_removed": outcome.rewritten_bytes,
-        "bytes_added": outcome.added_bytes,
-        "positions_read": outcome.positions_read,
-        "positions_written": outcome.positions_written,
-        "positions_dropped": outcome.positions_dropped,
-        "dangling_delete_files_removed": outcome.dangling_files_removed,
-        "failures": outcome.failures,
-    }
-
-
-def _describe_removal(action: str, table_name: str, outcome: dict[str, Any]) -> str:
-    """What an expiry or orphan removal would do, in words (its --dry-run output before the JSON line)."""
-    if action == EXPIRE_SNAPSHOTS:
-        files = sum(value for key, value in outcome.items() if key.endswith("_files") and isinstance(value, int))
-        return (
-            f"plan: expire {len(outcome['expired_snapshot_ids'])} snapshot(s) of {table_name} "
-            f"{outcome['expired_snapshot_ids']}, keep {len(outcome['retained_snapshot_ids'])}; "
-            f"drop ref(s) past their max age {outcome['removed_refs']}; {files} file(s) no "
-            "remaining snapshot references would be deleted"
-        )
-    return (
-        f"plan: remove {outcome['orphan_files']} orphan file(s) ({outcome['orphan_bytes']} bytes) of {table_name} "
-        f"older than {outcome['older_than_ms']} ms, out of {outcome['files_listed']} files listed"
-    )
+    return rewrite_position_deletes_action(table, options, where=args.where, dry_run=args.dry_run)
 
 
 if __name__ == "__main__":

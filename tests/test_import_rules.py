@@ -35,6 +35,7 @@ ENGINE_LAYERS = (
     "ingest",
     "compaction",
     "maintenance",
+    "jobs",
 )
 SHARED_WITH_AIRFLOW = ("spark_jobs.engine.shared.iceberg_model",)
 PYSPARK_MODULES = (

@@ -25,7 +25,6 @@ import logging
 import pickle
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +33,7 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.engine.commit.committer import CommitOutcomeUnknownError, CommitResult, require_writable_format
 from spark_jobs.engine.compaction.dangling_deletes import DeleteKey
+from spark_jobs.engine.compaction.outcome import RewriteOutcome
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
 from spark_jobs.engine.compaction.rewrite_commit import GroupRewrite, NothingCommittedError, commit_group_rewrites
 from spark_jobs.engine.compaction.rewrite_tasks import (
@@ -51,21 +51,6 @@ from spark_jobs.spark.write import task_attempt_tag
 
 log = logging.getLogger(__name__)
 _OUTPUT_SCHEMA = "group_index int, file binary"
-
-
-@dataclass
-class RewriteOutcome:
-    """What a rewrite committed, batch by batch, and the counters of its reads."""
-
-    commits: list[CommitResult] = field(default_factory=list)
-    committed_groups: list[int] = field(default_factory=list)
-    failed_groups: list[int] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-    removed_delete_files: int = 0
-    rows_written: int = 0
-    waves: int = 0  # Spark jobs run to rewrite groups, one per wave
-    counters: ScanMetrics = field(default_factory=ScanMetrics)
-    seconds: dict[str, float] = field(default_factory=lambda: {"rewrite": 0.0, "commit": 0.0})
 
 
 def rewrite_waves(groups: list[FileGroup], max_concurrent: int) -> list[list[FileGroup]]:

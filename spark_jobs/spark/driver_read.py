@@ -5,6 +5,9 @@ one core, after seconds of fixed cost: the SparkContext and session start, the D
 generated, and a Python worker boots and imports the engine again. The read job's driver has already imported the
 engine and planned the read, so for such a read it reads and writes the rows itself:
 
+The driver is the in-process implementation of the executor seam (``InProcessExecutor``; Spark's is
+``spark/executor.py``), chosen by the job's placement (``engine/jobs/placement.py``):
+
 1. Before planning (``spark_needed_before_planning``, once the table is loaded; the read job starts Spark before
    anything else when its arguments rule this route out): a read without a row filter of a snapshot whose files
    (``total-files-size`` of its summary) exceed the limit is planned over the limit too, so Spark starts at once,
@@ -27,22 +30,26 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spark_jobs.engine.planning.scan_tasks import ScanTask
+from spark_jobs.engine.jobs.executor import ExportTarget, TaskFold
+from spark_jobs.engine.jobs.export_location import local_path, staging_location
+from spark_jobs.engine.jobs.placement import planned_bytes, spark_needed_before_planning
 from spark_jobs.engine.read.session import ReadSession
-from spark_jobs.engine.read.task_scan import read_tasks_in_process
+from spark_jobs.engine.read.task_scan import read_task, read_tasks_in_process
 from spark_jobs.engine.shared.errors import UserInputError
-from spark_jobs.spark.aggregate import ANSI_CONF, ansi_default
-from spark_jobs.spark.output_location import local_path, staging_location
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.spark.ansi import ANSI_CONF, ansi_default
 from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of
 
 log = logging.getLogger(__name__)
+job_log = logging.getLogger("spark_jobs.read")  # the read job's lines
+# Re-exported: the read job's driver route in one place (their home is the engine's placement).
+__all__ = ["InProcessExecutor", "planned_bytes", "spark_needed_before_planning", "why_not_in_driver", "write_in_driver"]
 
 # Spark's ``spark.sql.parquet.compression.codec`` values pyarrow writes -> (pyarrow's name, Spark's file suffix).
 PARQUET_CODECS = {
@@ -56,39 +63,6 @@ PARQUET_CODECS = {
 }
 SPARK_PARQUET_CODEC_CONF = "spark.sql.parquet.compression.codec"
 DEFAULT_SPARK_PARQUET_CODEC = "snappy"
-
-
-def planned_bytes(tasks: Iterable[ScanTask]) -> int:
-    """Bytes the planned read opens: each data file slice, and each delete file or deletion vector once."""
-    total = 0
-    delete_files: dict[tuple[str, int], int] = {}
-    for task in tasks:
-        for data_file in task.slices:
-            total += data_file.length or data_file.file_size_in_bytes
-            for position_file in data_file.position_deletes:
-                delete_files[(position_file.path, 0)] = position_file.file_size_in_bytes
-            for equality_file in data_file.equality_deletes:
-                delete_files[(equality_file.path, 0)] = equality_file.file_size_in_bytes
-            vector = data_file.deletion_vector
-            if vector is not None:
-                delete_files[(vector.path, vector.content_offset)] = vector.content_size_in_bytes
-    return total + sum(delete_files.values())
-
-
-def spark_needed_before_planning(snapshot: Any, row_filter: str | None, max_bytes: int) -> bool:
-    """Whether Spark will run the read whatever the plan: no filter, and the snapshot's files exceed ``max_bytes``.
-
-    A snapshot without ``total-files-size`` in its summary (or a table with no snapshot) is left to the plan.
-    """
-    if max_bytes <= 0:
-        return True
-    if row_filter is not None or snapshot is None or snapshot.summary is None:
-        return False
-    size = snapshot.summary.get("total-files-size")
-    try:
-        return size is not None and int(size) > max_bytes
-    except ValueError:
-        return False
 
 
 def why_not_in_driver(session: ReadSession, output: str, output_format: str, max_bytes: int, codec: str) -> str | None:
@@ -195,3 +169,65 @@ def _delete_staging(staging: Path) -> None:
             shutil.rmtree(staging)
     except OSError as error:  # the job's own failure is what the caller reports; this one is logged
         log.warning("could not delete the staging directory %s (left behind): %s", staging, error)
+
+
+class InProcessExecutor:
+    """Scan tasks run by this process, one after another (the read job's driver route, and the Python API without
+    a Spark session). ``parquet_codec`` and ``ansi`` default to what spark-submit set (``submitted_*``)."""
+
+    ran_in: Literal["driver"] = "driver"
+
+    def __init__(self, *, parquet_codec: str | None = None, ansi: bool | None = None, max_bytes: int = 0) -> None:
+        self._parquet_codec = parquet_codec
+        self._ansi = ansi
+        self.max_bytes = max_bytes
+
+    @property
+    def parquet_codec(self) -> str:
+        """The Parquet codec of exports (looked up once, when first needed)."""
+        if self._parquet_codec is None:
+            self._parquet_codec = submitted_parquet_codec()
+        return self._parquet_codec
+
+    def parallelism(self) -> None:
+        """No slots to fill: the table's split size plans the tasks."""
+        return None
+
+    def fold_tasks(
+        self, session: ReadSession, fold: TaskFold, description: str
+    ) -> tuple[list[list[Any]], dict[str, int]]:
+        """Every task folded here, in plan order."""
+        metrics = ScanMetrics()
+        partials = [fold(read_task(task, session.context, metrics)) for task in session.tasks]
+        return partials, metrics.as_dict()
+
+    def count_rows(self, session: ReadSession) -> int:
+        """The rows read here (counters into ``session.metrics``)."""
+        return sum(batch.num_rows for batch in read_tasks_in_process(session.tasks, session.context, session.metrics))
+
+    def write_export(self, session: ReadSession, target: ExportTarget) -> dict[str, int]:
+        """``write_in_driver`` (module doc, 3-4); every counter is already in ``session.metrics``."""
+        job_log.info(
+            "read and write to %s (parquet, %s) in the driver: the plan reads %d bytes, at most --driver-max-bytes %d,"
+            " so no Spark session is started ...",
+            target.output,
+            self.parquet_codec,
+            planned_bytes(session.tasks),
+            self.max_bytes,
+        )
+        write_in_driver(session, target.output, target.mode, self.parquet_codec)
+        return {}
+
+    def ansi_mode(self) -> bool:
+        """Spark SQL's ANSI mode as spark-submit set it (or as given)."""
+        if self._ansi is None:
+            self._ansi = submitted_ansi_mode()
+        return self._ansi
+
+    def export_refusal(self, session: ReadSession, target: ExportTarget, max_bytes: int) -> str | None:
+        """Why this process does not write the export (``why_not_in_driver``), or None."""
+        return why_not_in_driver(session, target.output, target.output_format, max_bytes, self.parquet_codec)
+
+    def manifest_reader(self) -> None:
+        """This process reads every manifest itself."""
+        return None

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from pyarrow import fs
 from pyspark.sql import DataFrame, SparkSession
 
+from spark_jobs.engine.jobs.export_location import existing_files
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.storage import file_system, is_object_store, list_files, storage_error
 from spark_jobs.spark.types import arrow_schema_of, spark_arrow_schema_of, spark_schema_of
@@ -201,17 +202,6 @@ def write_output(frame: DataFrame, uri: str, output_format: str, mode: str, prop
             stream.write(b"")
     except OSError as error:
         raise storage_error(error, uri, properties) from error
-
-
-def existing_files(filesystem: fs.FileSystem, root: str) -> list[str]:
-    """Paths of the files at or under ``root`` (empty when nothing is there)."""
-    info = filesystem.get_file_info(root)
-    if info.type == fs.FileType.File:
-        return [root]
-    if info.type == fs.FileType.NotFound:
-        return []
-    selector = fs.FileSelector(root, recursive=True, allow_not_found=True)
-    return [i.path for i in filesystem.get_file_info(selector) if i.type == fs.FileType.File]
 
 
 def _write_tasks(

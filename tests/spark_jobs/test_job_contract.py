@@ -23,3 +23,17 @@ def test_a_result_missing_a_promised_field_is_named() -> None:
     assert missing_result_fields(complete) == []
     assert missing_result_fields({"status": "ok", "seconds": {}}) == ["job"]
     assert missing_result_fields({"status": "ok", "job": "vacuum", "seconds": {}}) == ["job"]
+
+
+def test_the_result_values_produce_every_field_their_job_promises() -> None:
+    from spark_jobs.engine.jobs.maintain_job import MaintainResult
+    from spark_jobs.engine.jobs.read_results import AggregateResult, CountResult, ExportResult
+
+    lines = [
+        ExportResult("ns.t", 1, "/out", "csv", {"rows_out": 0}, "driver").as_json(),
+        CountResult("ns.t", 1, 0, {}, "driver").as_json(),
+        AggregateResult("ns.t", None, {}, {"rows_aggregated": 0}, "spark").as_json(),
+        MaintainResult("expire-snapshots", "ns.t", True, 1, {"expired_snapshot_ids": []}, 0.25).as_json(),
+    ]
+    for line in lines:
+        assert missing_result_fields(line) == [], line

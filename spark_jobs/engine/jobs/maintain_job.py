@@ -1,0 +1,121 @@
+"""The maintain job's actions and its result: expiry, orphan removal, position delete and manifest rewrites.
+
+1. Expire snapshots or remove orphan files (``maintenance``): metadata and file deletion on the driver; a dry run
+   prints what would be removed (``describe_removal``).
+2. Rewrite manifests or position delete files: plan, then print the plan (dry run, or nothing to do) or carry it
+   out and say what was committed. A format v3 table with position delete files left is refused: rewriting them
+   into deletion vectors is not supported.
+``MaintainResult.as_json`` is the job's final JSON line: the action, the table, the snapshot it started from, and
+what the action reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyiceberg.table import Table
+
+from spark_jobs.engine.jobs.maintain_actions import EXPIRE_SNAPSHOTS
+from spark_jobs.engine.maintenance.rewrite_manifests import plan_manifest_rewrite, rewrite_manifests
+from spark_jobs.engine.maintenance.rewrite_position_deletes import (
+    PositionDeleteRewriteOptions,
+    plan_position_delete_rewrite,
+    rewrite_position_deletes,
+)
+from spark_jobs.engine.shared.errors import UnsupportedFeatureError
+
+
+@dataclass(frozen=True)
+class MaintainResult:
+    """One action's result: what it reported, on which table, from which snapshot, in how many seconds."""
+
+    action: str
+    table: str
+    dry_run: bool
+    snapshot_id: int | None
+    outcome: dict[str, Any]
+    seconds: float
+
+    def as_json(self) -> dict[str, Any]:
+        """The job's final JSON line."""
+        return {
+            "status": "ok",
+            "job": "maintain",
+            "action": self.action,
+            "table": self.table,
+            "dry_run": self.dry_run,
+            "snapshot_id": self.snapshot_id,
+            **self.outcome,
+            "seconds": {self.action: round(self.seconds, 3)},
+        }
+
+
+def rewrite_manifests_action(
+    table: Table, *, spec_id: int | None, sort_by: list[str] | None, dry_run: bool
+) -> dict[str, Any]:
+    """Plan, then (unless ``dry_run``) run, a manifest rewrite; what the JSON line adds."""
+    manifest_plan = plan_manifest_rewrite(table, spec_id=spec_id, sort_by=sort_by)
+    if dry_run:
+        print(manifest_plan.describe(), flush=True)
+        return {"operation": "replace" if manifest_plan.rewrites else None, **manifest_plan.as_dict()}
+    result = rewrite_manifests(table, manifest_plan)
+    done = {"operation": "replace" if result else None, **manifest_plan.as_dict()}
+    if result is not None:
+        current = table.current_snapshot()
+        done.update(
+            committed_snapshot_id=result.snapshot_id,
+            manifests_created=int(result.summary.get("manifests-created", 0)) if result.summary else 0,
+            manifests_after=len(current.manifests(table.io)) if current is not None else 0,
+        )
+    return done
+
+
+def rewrite_position_deletes_action(
+    table: Table, options: PositionDeleteRewriteOptions, *, where: str | None, dry_run: bool
+) -> dict[str, Any]:
+    """Plan, then (unless ``dry_run`` or nothing to do) run, a position delete rewrite; what the JSON line adds."""
+    plan = plan_position_delete_rewrite(table, options, where=where)
+    if plan.format_version >= 3 and plan.candidate_files and not dry_run:
+        raise UnsupportedFeatureError(
+            f"table {plan.table_name} is format v{plan.format_version} and still has {plan.candidate_files} position "
+            "delete files; rewriting them into deletion vectors is not supported yet"
+        )
+    planned = plan.as_dict()
+    planned.pop("table", None)
+    planned.pop("snapshot_id", None)
+    if dry_run or not (plan.groups or plan.dangling):
+        print(plan.describe(), flush=True)
+        return {"operation": "replace" if plan.groups or plan.dangling else None, **planned}
+    outcome = rewrite_position_deletes(table, plan)
+    return {
+        "operation": "replace",
+        **planned,
+        "snapshot_ids": [commit.snapshot_id for commit in outcome.commits],
+        "commits": len(outcome.commits),
+        "delete_files_removed": outcome.rewritten_files + outcome.dangling_files_removed,
+        "delete_files_added": outcome.added_files,
+        "bytes_removed": outcome.rewritten_bytes,
+        "bytes_added": outcome.added_bytes,
+        "positions_read": outcome.positions_read,
+        "positions_written": outcome.positions_written,
+        "positions_dropped": outcome.positions_dropped,
+        "dangling_delete_files_removed": outcome.dangling_files_removed,
+        "failures": outcome.failures,
+    }
+
+
+def describe_removal(action: str, table_name: str, outcome: dict[str, Any]) -> str:
+    """What an expiry or orphan removal would do, in words (its --dry-run output before the JSON line)."""
+    if action == EXPIRE_SNAPSHOTS:
+        files = sum(value for key, value in outcome.items() if key.endswith("_files") and isinstance(value, int))
+        return (
+            f"plan: expire {len(outcome['expired_snapshot_ids'])} snapshot(s) of {table_name} "
+            f"{outcome['expired_snapshot_ids']}, keep {len(outcome['retained_snapshot_ids'])}; "
+            f"drop ref(s) past their max age {outcome['removed_refs']}; {files} file(s) no "
+            "remaining snapshot references would be deleted"
+        )
+    return (
+        f"plan: remove {outcome['orphan_files']} orphan file(s) ({outcome['orphan_bytes']} bytes) of {table_name} "
+        f"older than {outcome['older_than_ms']} ms, out of {outcome['files_listed']} files listed"
+    )

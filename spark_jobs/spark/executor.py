@@ -1,0 +1,114 @@
+"""Spark's implementation of the executor seam (``engine/jobs/executor.py``): one Spark task per scan task.
+
+- ``fold_tasks`` (``fold_on_spark``): one stage of scan tasks, each returning one small partial to the driver:
+  1. each scan task becomes one partition of a Python RDD (``parallelize`` of the pickled tasks, one per slice);
+  2. on the executor the task is read by ``read.task_scan.read_task`` (deletes and the row filter applied) and
+     its batches folded (an aggregate's ``AggregatePlan.partial_of``, in pyarrow); it yields (partials, counters);
+  3. ``collect`` brings the pairs to the driver: one Spark job of one stage, no shuffle, and no row crosses into
+     the JVM (a DataFrame aggregate would hand every surviving row from Python to the JVM, then exchange partials).
+- ``count_rows``: a DataFrame over the tasks (``mapInArrow``), counted by Spark.
+- ``write_export``: that DataFrame with its executors' counters, written by Spark's writer through a staging
+  directory where Spark's JVM has a file system for the output (``spark/export.py``), else by pyarrow on the
+  executors (``spark/files.py``).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.engine.jobs.executor import ExportTarget, TaskFold
+from spark_jobs.engine.planning.scan_context import ScanContext
+from spark_jobs.engine.planning.scan_tasks import ScanTask
+from spark_jobs.engine.read.task_scan import read_task
+from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.spark.ansi import ansi_enabled
+from spark_jobs.spark.distributed_planning import SparkManifestReader
+from spark_jobs.spark.scan import counted_dataframe_from_session, dataframe_from_session, read_parallelism
+
+if TYPE_CHECKING:
+    from spark_jobs.engine.read.session import ReadSession
+
+JOB_DESCRIPTION = "spark.job.description"
+
+
+def fold_on_spark(
+    spark: SparkSession, tasks: Sequence[ScanTask], context: ScanContext, fold: TaskFold, description: str
+) -> tuple[list[list[Any]], dict[str, int]]:
+    """Every task's ``fold`` of its batches (one Spark task each, module doc) and the executors' counters summed."""
+    payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
+    if not payloads:
+        return [], {}
+
+    def run_tasks(task_payloads: Iterable[bytes]) -> Iterator[tuple[list[Any], dict[str, int]]]:
+        for payload in task_payloads:
+            metrics = ScanMetrics()
+            partials = fold(read_task(pickle.loads(payload), context, metrics))
+            yield partials, metrics.as_dict()
+
+    context_ = spark.sparkContext
+    previous = context_.getLocalProperty(JOB_DESCRIPTION)
+    context_.setJobDescription(description)  # what Spark's UI shows
+    try:
+        replies = context_.parallelize(payloads, len(payloads)).mapPartitions(run_tasks).collect()
+    finally:
+        context_.setLocalProperty(JOB_DESCRIPTION, previous)  # type: ignore[arg-type]  # None removes it
+    counters: dict[str, int] = {}
+    for _, task_counters in replies:
+        for key, value in task_counters.items():
+            counters[key] = counters.get(key, 0) + value
+    return [partials for partials, _ in replies], counters
+
+
+class SparkExecutor:
+    """Scan tasks run on a Spark session's executors (the engine must be importable there)."""
+
+    ran_in: Literal["spark"] = "spark"
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def parallelism(self) -> int:
+        """Spark's task slots (``spark/scan.py``: one task per slot suits these routes)."""
+        return read_parallelism(self.spark)
+
+    def fold_tasks(
+        self, session: ReadSession, fold: TaskFold, description: str
+    ) -> tuple[list[list[Any]], dict[str, int]]:
+        """Every task folded on the executors, one Spark stage; ``description`` is what Spark's UI shows."""
+        return fold_on_spark(self.spark, session.tasks, session.context, fold, description)
+
+    def count_rows(self, session: ReadSession) -> int:
+        """Spark's count of the DataFrame over the tasks."""
+        return int(dataframe_from_session(self.spark, session).count())
+
+    def write_export(self, session: ReadSession, target: ExportTarget) -> dict[str, int]:
+        """The rows written at ``target`` (module doc); the executors' counters."""
+        from spark_jobs.spark.export import write_with_hadoop
+        from spark_jobs.spark.files import hadoop_uri, write_output
+
+        frame, executor_counters = counted_dataframe_from_session(self.spark, session)
+        spark_output = hadoop_uri(self.spark, target.output)
+        if spark_output is not None:  # a file system Spark's JVM has (local, HDFS, S3A on a cluster that has it)
+            options = {"header": "true"} if target.output_format == "csv" else {}
+            write_with_hadoop(
+                frame, spark_output, output_format=target.output_format, mode=target.mode, options=options
+            )
+        else:  # an object store without a JVM connector: pyarrow on the executors (spark/files.py)
+            write_output(frame, target.output, target.output_format, target.mode, session.context.io_properties)
+        return dict(executor_counters.value)
+
+    def ansi_mode(self) -> bool:
+        """The session's own ANSI mode."""
+        return ansi_enabled(self.spark)
+
+    def export_refusal(self, session: ReadSession, target: ExportTarget, max_bytes: int) -> str | None:
+        """Spark writes every export."""
+        return None
+
+    def manifest_reader(self) -> SparkManifestReader:
+        """The executors read manifests for distributed planning (``spark/distributed_planning.py``)."""
+        return SparkManifestReader(self.spark)

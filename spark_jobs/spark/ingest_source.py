@@ -1,0 +1,96 @@
+"""The ingest's source as a DataFrame: files read by Spark (or pyarrow for an object store Spark's JVM lacks), and
+an optional ``--sql`` query over them, checked to read nothing else.
+
+1. ``read_source`` reads the files (CSV with a header and inferred types) and, with ``--sql``, registers them as the
+   temporary view ``source`` and runs the query; the plan is resolved at once, so a bad path or query is bad input.
+2. ``check_query_over_source`` parses the query with Spark's own parser and refuses anything but one query that
+   reads the view ``source`` (and its own CTEs): a statement, several statements, another table or path, a
+   table-valued function, or a reflection call (``reflect``/``java_method``).
+3. ``unreadable_source_file`` names the Parquet source file Spark's reader failed on when Spark did not (3.5).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.job_failures import classify, exception_texts
+
+SOURCE_VIEW = "source"
+
+
+def read_source(
+    spark: Any, uri: str, source_format: str, sql: str | None, storage_properties: dict[str, str] | None = None
+) -> Any:
+    """The source rows as a DataFrame (a missing path or a bad query is a usage error).
+
+    Object-store URIs are read through pyarrow with ``storage_properties`` (the catalog's) unless Spark's JVM has a
+    Hadoop file system for them (``spark_jobs.spark.files``).
+    """
+    from pyspark.errors import AnalysisException
+
+    from spark_jobs.spark.files import read_source as read_files
+
+    options = {"header": "true", "inferSchema": "true"} if source_format == "csv" else {}
+    try:
+        frame = read_files(spark, uri, source_format, storage_properties or {}, options)
+        if sql:
+            check_query_over_source(spark, sql)
+            frame.createOrReplaceTempView(SOURCE_VIEW)
+            frame = spark.sql(sql)
+        frame.schema  # noqa: B018 - resolve the plan now, so a bad query fails here
+    except AnalysisException as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise UserInputError(f"cannot read source {uri} ({source_format}): {first_line}") from error
+    return frame
+
+
+def unreadable_source_file(
+    error: Exception, uri: str, source_format: str, storage_properties: dict[str, str]
+) -> str | None:
+    """The source file Spark's Parquet reader failed on, named, when ``error`` is such a failure naming no file.
+
+    Spark 4 names the file (``FAILED_READ_FILE``, turned into bad input by ``job_support``); Spark 3.5 says only
+    "corrupted file", so the source files' footers are read here to find the one at fault.
+    """
+    if source_format != "parquet" or classify(error, "ingest").bad_input:
+        return None
+    if not any("org.apache.parquet" in text for text in exception_texts(error)):
+        return None
+    from spark_jobs.spark.files import unreadable_parquet_source
+
+    return unreadable_parquet_source(uri, storage_properties)
+
+
+def check_query_over_source(spark: Any, sql: str) -> None:
+    """Refuse ``sql`` unless it is one query that reads the view ``source`` only (module doc)."""
+    shown = " ".join(sql.split())
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    try:
+        parser = spark._jsparkSession.sessionState().sqlParser()
+        plan = parser.parseQuery(sql)
+        parser.parsePlan(sql)  # the whole text is that one query (Spark 3.5's parseQuery ignores what follows it)
+    except Exception as error:  # Spark's ParseException, through py4j
+        reason = next((line.strip() for line in str(error).splitlines() if line.strip()), "does not parse")
+        raise UserInputError(
+            f"--sql {shown!r} is not one query over the view '{SOURCE_VIEW}': {reason[:120]}"
+        ) from None
+    tree = str(plan.treeString())
+    names = {name.strip().lower() for match in _CTE.finditer(tree) for name in match[1].split(",")}
+    allowed = names | {SOURCE_VIEW}
+    for match in _RELATION.finditer(tree):
+        parts = [part.strip() for part in match[1].split(",")]
+        if len(parts) != 1 or parts[0].lower() not in allowed:
+            raise UserInputError(f"--sql {shown!r} may read only the view '{SOURCE_VIEW}', not {'.'.join(parts)}")
+    refused = _TABLE_FUNCTION.search(tree) or _REFLECTION.search(tree)
+    if refused:
+        raise UserInputError(
+            f"--sql {shown!r} may read only the view '{SOURCE_VIEW}': {refused[1]}(...) is not allowed"
+        )
+
+
+_CTE = re.compile(r"CTE \[([^\]]*)\]")
+_RELATION = re.compile(r"UnresolvedRelation \[([^\]]*)\]")
+_TABLE_FUNCTION = re.compile(r"UnresolvedTableValuedFunction \[([^\]]*)\]")
+_REFLECTION = re.compile(r"'((?:try_)?reflect|java_method)\(", re.IGNORECASE)
