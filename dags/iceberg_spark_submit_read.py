@@ -1,6 +1,6 @@
 """For existing deployments: a plain ``SparkSubmitOperator`` pointing at the ``spark_jobs/read.py`` entry point.
 
-No provider operator involved: the documented command line (README, "The Spark jobs") is the whole contract. The
+No provider operator involved: the documented command line (docs/jobs/read.md) is the whole contract. The
 catalog comes from pyiceberg's configuration where the driver runs (``PYICEBERG_CATALOG__<NAME>__<KEY>``, here
 through ``env_vars``, or ``.pyiceberg.yaml``), and the job ships the ``spark_jobs`` package to the executors itself
 (``addPyFile``) unless ``py_files`` already carries a ``spark_jobs*.zip``. The result is the job's last stdout line

@@ -22,11 +22,16 @@ ruff check .
 # runs both ruff hooks and mypy before each commit).
 ruff format --check .
 mypy
+# The documentation site (mkdocs.yml): strict, so a broken link, a page left out of the nav or an argument of a job
+# or operator without its text fails the run; built into a temporary folder and thrown away.
+docs_site="$(mktemp -d)"
+mkdocs build --strict --quiet --site-dir "$docs_site"
+rm -rf "$docs_site"
 # The object store and Spark write the tests' data under the temp dir; a nearly full disk shows up later as failed
 # uploads, so the free space is printed first.
 echo "[test] free disk under ${TMPDIR:-/tmp}: $(df -h --output=avail "${TMPDIR:-/tmp}" | tail -1 | tr -d ' ')"
 # The whole suite (no arguments): first the Spark job tests marked spark35 on Spark 3.5 (the Java environment's
-# pyspark 3.5; README "Tests" says which and why), then everything on the project's Spark 4. Both must pass.
+# pyspark 3.5; docs/development.md "Tests" says which and why), then everything on the project's Spark 4. Both must pass.
 spark35=0
 if [ "$#" -eq 0 ]; then
   echo "[test] the Spark job tests on Spark 3.5 (-m spark35)"

@@ -47,12 +47,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--catalog", required=True, help="catalog name in pyiceberg's configuration")
     parser.add_argument("--table", required=True, help="table identifier NAMESPACE.TABLE")
     parser.add_argument("--source", required=True, help="files to load (a file or directory URI)")
-    parser.add_argument("--source-format", choices=SOURCE_FORMATS, default="parquet")
+    parser.add_argument(
+        "--source-format", choices=SOURCE_FORMATS, default="parquet", help="format of the source files (CSV: a header)"
+    )
     parser.add_argument("--sql", help=f"a Spark SQL query over the source, registered as view '{SOURCE_VIEW}'")
-    parser.add_argument("--mode", choices=MODES, required=True)
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        required=True,
+        help="append rows; overwrite by --overwrite-filter or the partitions written; upsert or delete by --key",
+    )
     parser.add_argument("--key", help="comma-separated key columns (upsert, delete)")
     parser.add_argument("--overwrite-filter", help="overwrite the rows matching this row filter (pyiceberg syntax)")
-    parser.add_argument("--delete-mode", choices=DELETE_MODES, default="position")
+    parser.add_argument(
+        "--delete-mode",
+        choices=DELETE_MODES,
+        default="position",
+        help="upsert/delete writes position deletes (deletion vectors on v3) or equality deletes by --key",
+    )
     parser.add_argument("--idempotency-key", help="commit at most once per key (e.g. the Airflow run and task id)")
     parser.add_argument("--create-if-missing", action="store_true", help="create the table if missing")
     parser.add_argument(

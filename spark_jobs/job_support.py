@@ -323,7 +323,12 @@ def hint_session_defaults(spark: Any) -> None:
         return
     _DEFAULTS_HINTED_FOR.add(context_id)
     for key, value in session_defaults(_RuntimeConf(spark), pyspark.__version__).items():
-        log.info("Spark application %s: %s=%s would make its reads faster (README, Python API)", context_id, key, value)
+        log.info(
+            "Spark application %s: %s=%s would make its reads faster (docs/jobs/read.md, Python API)",
+            context_id,
+            key,
+            value,
+        )
 
 
 class _RuntimeConf:

@@ -76,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--aggregate",
         help='print aggregates instead of writing rows, e.g. "count(*),sum(price),max(ts)" (count, sum, min, max, avg)',
     )
-    parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="parquet")
+    parser.add_argument(
+        "--output-format", choices=OUTPUT_FORMATS, default="parquet", help="format of the files written"
+    )
     parser.add_argument(
         "--mode", choices=WRITE_MODES, default="error", help="error: fail if --output exists; overwrite: replace it"
     )

@@ -1,5 +1,5 @@
 """The Spark side's tests run on two Spark lines: the project's Spark 4 (every test) and Spark 3.5 (the tests marked
-``spark35``, run by ``scripts/test.sh`` in the Java environment's virtualenv; README "Tests").
+``spark35``, run by ``scripts/test.sh`` in the Java environment's virtualenv; docs/development.md "Tests").
 
 On Spark 3.5:
 1. Modules of the Python data source import ``pyspark.sql.datasource``, which Spark 4 introduced: they are not
