@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything the project needs on a Debian/Ubuntu machine with Python 3.11+ and git:
-# Java 17+ (installed when run as root), a virtualenv in .venv, and the package with its test dependencies.
-# Sourced by scripts/demo.sh and scripts/test.sh; safe to run again (reinstalls only when pyproject.toml changed).
+# Java 17+ (installed when run as root), a virtualenv in .venv, and the package with the extras in AIP_EXTRAS
+# (scripts/test.sh: "test", its test dependencies; scripts/demo.sh: "", the runtime dependencies only).
+# Sourced by scripts/demo.sh and scripts/test.sh; safe to run again (reinstalls only when pyproject.toml changed or
+# an extra is asked for that is not installed).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -56,14 +58,22 @@ if [ ! -x "$VENV/bin/python" ]; then
   fi
 fi
 
-# 4. The package and its dependencies (again only when pyproject.toml changed)
+# 4. The package and its dependencies (again only when pyproject.toml changed or a missing extra is asked for).
+# The stamp holds the pyproject.toml hash and the extras installed with it ("<hash> test" or "<hash> ").
+EXTRAS="${AIP_EXTRAS-test}"
 stamp="$VENV/.aip-installed"
 want="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  log "installing the package and its dependencies into $VENV (a few minutes the first time)"
+installed="$(cat "$stamp" 2>/dev/null || true)"
+# AIP_NO_INSTALL=1 uses the virtualenv as it is (a test that runs the demo inside an environment already set up).
+if [ "${AIP_NO_INSTALL:-}" = 1 ]; then
+  [ -x "$VENV/bin/airflow" ] || die "AIP_NO_INSTALL=1 but $VENV has no airflow: install the package first"
+elif [ "${installed%% *}" != "$want" ] || { [ -n "$EXTRAS" ] && [ "$installed" != "$want $EXTRAS" ]; }; then
+  spec="$ROOT"; what="runtime dependencies"
+  if [ -n "$EXTRAS" ]; then spec="$ROOT[$EXTRAS]"; what="runtime and $EXTRAS dependencies"; fi
+  log "installing the package and its $what into $VENV (a few minutes the first time)"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test]" >&2
-  echo "$want" > "$stamp"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$spec" >&2
+  echo "$want $EXTRAS" > "$stamp"
 fi
 
 export PATH="$VENV/bin:$PATH"

@@ -3,12 +3,20 @@
 # real Spark, PostgreSQL and Airflow).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# PostgreSQL's server binaries for the PostgreSQL fixture (Debian package postgresql).
+# Debian packages the tests need: PostgreSQL's server binaries for the PostgreSQL fixture; headless Chromium and its
+# WebDriver for the test that looks at the demo's Airflow UI in a browser (tests/support/browser.py).
+missing=()
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
   else
-    echo "[setup] error: the tests start a PostgreSQL server: run 'sudo apt-get install -y postgresql'" >&2; exit 1
+    echo "[setup] error: the tests need Debian packages: run 'sudo apt-get install -y ${missing[*]}'" >&2; exit 1
   fi
 fi
 # shellcheck source=scripts/bootstrap.sh
