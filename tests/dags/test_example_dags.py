@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -269,24 +268,3 @@ def test_event_driven_example_exports_the_current_snapshot_when_run_by_hand(
     result = xcom_return_value(dag_run, "export_new_snapshot")
     current = testing_catalog.load_table(example_events).current_snapshot().snapshot_id
     assert (result["snapshot_id"], result["rows_out"]) == (current, 7)
-
-
-@pytest.mark.spark
-@pytest.mark.airflow
-@pytest.mark.usefixtures("airflow_db")
-def test_demo_pipeline_runs_every_job_and_its_report_checks_out(monkeypatch, example_settings, testing_catalog) -> None:
-    """README command 1's DAG, on a small dataset: append, upsert, delete, reads, compaction, report."""
-    from tests.support.airflow_env import register_dag
-
-    monkeypatch.setenv("ICEBERG_DEMO_ROWS", "2000")
-    dag = _dag_bag().dags["iceberg_demo_pipeline"]
-    register_dag(dag)
-    dag_run = dag.test()
-    assert task_state(dag_run, "report") == "success"
-    report = xcom_return_value(dag_run, "report")
-    # Two batches of 2,000, plus 20 new ids from the upsert, minus 40 deleted ids; the first snapshot has 2,000.
-    assert re.search(r"rows at current snapshot\s+3,980\s", report), report
-    assert re.search(r"rows at first snapshot\s+2,000\s", report), report
-    assert re.search(r"rows after compaction\s+3,980\s", report), report
-    table = testing_catalog.load_table("example_dags.events")
-    assert table.current_snapshot().summary.operation.value == "replace"

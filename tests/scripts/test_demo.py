@@ -159,6 +159,10 @@ def test_the_console_shows_every_task_as_it_runs_at_its_own_times_then_the_repor
     report = re.search(r"^\[demo\] the compaction report: (\S+)$", text, re.MULTILINE)
     assert report and Path(report[1]).is_file() and Path(report[1]).is_relative_to(demo_dir), text
     assert "bash scripts/demo.sh ui" in text
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("demo", uri=f"sqlite:///{demo_dir}/catalog.db", warehouse=f"file://{demo_dir}/warehouse")
+    assert catalog.load_table("demo.events").current_snapshot().summary.operation.value == "replace"
 
 
 @dataclass
@@ -240,7 +244,7 @@ def test_a_browser_sees_every_tasks_log_and_opens_the_compaction_report(demo, de
             assert all(any(marker in event for event in events) for marker in expected), (task, events)
             try:
                 wait_for(
-                    lambda expected=expected: all(marker in browser.page_text() for marker in expected),
+                    lambda expected=expected: all(marker in browser.text_through_scrolling() for marker in expected),
                     90,
                     f"the log of {task}",
                 )

@@ -153,6 +153,41 @@ class Browser:
         """The rendered text of the whole page."""
         return str(self.script("return document.body ? document.body.innerText : '';"))
 
+    def text_through_scrolling(self, pause_ms: int = 200) -> str:
+        """The page's text as seen while every scrollable box is scrolled from top to bottom, a screen at a time.
+
+        Virtualized lists (Airflow's log viewer) render only the lines in view: this collects each view's text,
+        pausing ``pause_ms`` after each scroll for the page to render it.
+        """
+        return str(
+            self.command(
+                "POST",
+                "/execute/async",
+                {
+                    "script": """
+                        const [pause, done] = arguments;
+                        const seen = [document.body.innerText];
+                        const scrolls = (box) => /auto|scroll/.test(getComputedStyle(box).overflowY);
+                        const boxes = [...document.querySelectorAll('*')].filter((box) =>
+                          box.scrollHeight > box.clientHeight + 4 && scrolls(box));
+                        const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+                        (async () => {
+                          for (const box of boxes) {
+                            for (let top = 0; ; top += Math.max(box.clientHeight - 20, 20)) {
+                              box.scrollTop = top;
+                              await sleep(pause);
+                              seen.push(box.innerText);
+                              if (top + box.clientHeight >= box.scrollHeight) break;
+                            }
+                          }
+                          done(seen.join('\\n'));
+                        })();
+                    """,
+                    "args": [pause_ms],
+                },
+            )
+        )
+
     def screenshot(self, path: Path) -> Path:
         """A PNG of the window, written to ``path``."""
         path.write_bytes(base64.b64decode(self.command("GET", "/screenshot")))
