@@ -31,6 +31,8 @@ from typing import TextIO
 
 SPARK_JOB_LINE = re.compile(r"^(?:\S+ \S+ )?(?P<level>INFO|WARN|WARNING|ERROR) spark_jobs[.a-z_]*: (?P<message>.*)$")
 REPORT_LINE = re.compile(r"^(=|Iceberg demo|  )")
+# Where the demo DAG's report task logs its report (dags/iceberg_demo_pipeline.py), and printed output.
+REPORT_LOGGERS = ("iceberg_demo.report", "task.stdout")
 REPORT_WRITTEN = "Compaction report written to "
 
 
@@ -152,7 +154,7 @@ class Progress:
         if spark := SPARK_JOB_LINE.match(message):
             level = "" if spark["level"] == "INFO" else f"{spark['level'].lower()}: "
             self.say(f"         {when}  {which}{level}{spark['message']}")
-        elif event.get("logger") == "task.stdout" and REPORT_LINE.match(message):
+        elif event.get("logger") in REPORT_LOGGERS and REPORT_LINE.match(message):
             self.say(message)
         elif message.startswith(REPORT_WRITTEN):
             self.say(f"         {when}  {which}{message}")

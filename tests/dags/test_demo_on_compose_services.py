@@ -117,6 +117,7 @@ def test_the_demo_pipeline_runs_on_the_compose_services(monkeypatch, tmp_path: P
     _check_reads(shared / "output", batches, results)
     _check_compaction(table, results)
     assert f"{results['generate']['expected_current']:>10,}   (expected" in results["report"], results["report"]
+    _check_compaction_report(dag_run, environment)
 
 
 def _check_snapshots(table, results: dict) -> None:
@@ -188,3 +189,20 @@ def _check_compaction(table, results: dict) -> None:
     assert set(files.column("content").to_pylist()) == {0}, files.column("content").to_pylist()
     assert sum(files.column("record_count").to_pylist()) == results["generate"]["expected_current"]
     assert len(files) < before["data_files"], (len(files), before)
+
+
+def _check_compaction_report(dag_run, environment: dict[str, str]) -> None:
+    """The report is on S3 under the compose file's report root, and the task links the plugin's page of it."""
+    from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
+    from airflow_iceberg_provider.links import CompactionReportLink
+    from airflow_iceberg_provider.report_store import read_report, relative_report_path
+    from tests.support.airflow_env import xcom_value
+
+    root = environment["ICEBERG_PROVIDER_REPORT_ROOT"]
+    assert root.startswith("s3://"), root
+    location = xcom_value(dag_run, "compact", "compaction_report")["location"]
+    relative = relative_report_path(root, location)
+    assert relative is not None and relative.startswith("iceberg_demo_pipeline/"), location
+    assert xcom_value(dag_run, "compact", CompactionReportLink().xcom_key) == f"/iceberg/reports/{relative}"
+    properties = IcebergCatalogHook(environment["ICEBERG_PROVIDER_ICEBERG_CONN_ID"]).storage_properties()
+    assert b"Compaction report: demo.events" in read_report(root, relative, properties)

@@ -47,7 +47,7 @@ def test_a_run_reads_as_starts_job_lines_ends_and_the_report(tmp_path: Path) -> 
     report.write_text(
         event("2026-01-01T10:00:10Z", "::group::Pre Execute")
         + event("2026-01-01T10:00:11Z", "=" * 10, logger="task.stdout")
-        + event("2026-01-01T10:00:11Z", "Iceberg demo report: demo.events", logger="task.stdout")
+        + event("2026-01-01T10:00:11Z", "Iceberg demo report: demo.events", logger="iceberg_demo.report")
         + event("2026-01-01T10:00:11Z", "not part of the report", logger="task.stdout")
         + event("2026-01-01T10:00:12Z", "Task failed", level="error")
     )
