@@ -73,4 +73,4 @@ def test_the_metadata_names_the_licence_and_links_the_repository_and_docs(wheel)
     # The demo installs these and nothing of the test extra.
     requires = metadata.get_all("Requires-Dist") or []
     runtime = [line for line in requires if "extra ==" not in line]
-    assert not any(name in " ".join(runtime) for name in ("pytest", "duckdb", "seaweedfs", "mypy"))
+    assert not any(name in " ".join(runtime) for name in ("pytest", "hypothesis", "seaweedfs", "mypy", "mkdocs"))
