@@ -1,6 +1,7 @@
-"""Prune a snapshot's manifests and their entries with the row filter, before any data file is opened.
+"""Prune a snapshot's manifests with the row filter, before any manifest is opened.
 
-pyiceberg's evaluators do the work; this module decides where each applies and counts what it pruned:
+pyiceberg's evaluators do the work; this module decides where each applies and counts what it pruned (the entries
+of the manifests kept are pruned by ``entry_filter``, over their columns):
 
 1. Manifests (data and delete): project the row filter onto the manifest's partition spec (inclusive projection)
    and test the manifest's partition summaries (``manifest_evaluator``). A delete manifest whose partitions cannot
@@ -8,50 +9,33 @@ pyiceberg's evaluators do the work; this module decides where each applies and c
    except equality deletes of an unpartitioned spec, whose projection is always true, so they are never pruned.
 2. Delete manifests older than every data manifest still read (sequence number below the smallest data sequence
    number) are skipped: no delete in them can apply to any data file (deletes need seq >= data seq).
-3. Entries, read in parallel on pyiceberg's shared thread pool or found in the process's manifest cache
-   (``manifest_cache``): data files by their partition tuple (the projected filter evaluated on the partition
-   record) and then by column metrics (``_InclusiveMetricsEvaluator``: bounds, null and NaN counts; empty files go
-   too). Delete files by partition tuple only: their column metrics describe deleted rows, not the data they
-   delete from.
+3. ``partition_may_match`` tests one file's partition tuple (the projected filter evaluated on the partition
+   record), for callers holding a file as an object.
 4. Counting into ``ScanMetrics``: every manifest of the snapshot is in ``manifests_total``; data files in a pruned
    manifest count into ``data_files_total`` and ``data_files_pruned`` by the manifest's file counts (unknown in some
-   v1 manifests, then 0), data files read from a manifest by what the evaluators decide.
+   v1 manifests, then 0).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import (
-    _InclusiveMetricsEvaluator,
     expression_evaluator,
     inclusive_projection,
     manifest_evaluator,
 )
-from pyiceberg.io import FileIO
 from pyiceberg.manifest import (
     INITIAL_SEQUENCE_NUMBER,
     DataFile,
-    DataFileContent,
     ManifestContent,
-    ManifestEntry,
     ManifestFile,
 )
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.schema import Schema
 
 from spark_jobs.engine.shared.metrics import ScanMetrics
-from spark_jobs.engine.table.manifest_cache import cached_live_entries
-
-
-@dataclass(frozen=True)
-class PrunedEntries:
-    """The live entries that survived pruning, data files and delete files apart, in manifest order."""
-
-    data_entries: list[ManifestEntry]
-    delete_entries: list[ManifestEntry]
 
 
 class ManifestPruner:
@@ -74,7 +58,6 @@ class ManifestPruner:
             self._partition_evaluators[spec_id] = _on_partition(
                 expression_evaluator(partition_schema, partition_filter, case_sensitive)
             )
-        self._metrics_evaluator = _InclusiveMetricsEvaluator(schema, row_filter, case_sensitive).eval
 
     def manifest_may_match(self, manifest: ManifestFile) -> bool:
         """False when the manifest's partition summaries prove no entry can match the filter."""
@@ -85,12 +68,6 @@ class ManifestPruner:
         """False when the file's partition tuple proves none of its rows can match the filter."""
         evaluator = self._partition_evaluators.get(data_file.spec_id)
         return evaluator is None or evaluator(data_file)
-
-    def metrics_may_match(self, data_file: DataFile) -> bool:
-        """False when the file's column metrics prove none of its rows can match (or it has no rows)."""
-        if not self._filters_rows:
-            return data_file.record_count > 0
-        return self._metrics_evaluator(data_file)
 
     def select_manifests(
         self, manifests: Sequence[ManifestFile], metrics: ScanMetrics
@@ -118,26 +95,6 @@ class ManifestPruner:
         ]
         metrics.manifests_pruned += len(manifests) - len(kept_data_manifests) - len(kept_delete_manifests)
         return kept_data_manifests, kept_delete_manifests
-
-    def select_entries(self, manifests: Sequence[ManifestFile], io: FileIO, metrics: ScanMetrics) -> PrunedEntries:
-        """Read the manifests that may match, in parallel, and keep the entries that may match (as objects)."""
-        kept_data_manifests, kept_delete_manifests = self.select_manifests(manifests, metrics)
-        kept_manifests = kept_data_manifests + kept_delete_manifests
-        entries_per_manifest = cached_live_entries(kept_manifests, io)
-        data_entries: list[ManifestEntry] = []
-        delete_entries: list[ManifestEntry] = []
-        for entries in entries_per_manifest:
-            for entry in entries:
-                data_file = entry.data_file
-                if data_file.content == DataFileContent.DATA:
-                    metrics.data_files_total += 1
-                    if self.partition_may_match(data_file) and self.metrics_may_match(data_file):
-                        data_entries.append(entry)
-                    else:
-                        metrics.data_files_pruned += 1
-                elif self.partition_may_match(data_file):
-                    delete_entries.append(entry)
-        return PrunedEntries(data_entries, delete_entries)
 
 
 def _on_partition(evaluate_record: Callable[..., bool]) -> Callable[[DataFile], bool]:

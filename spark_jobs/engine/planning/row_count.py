@@ -4,8 +4,9 @@ A data file's ``record_count`` is exact; only deletes can make its live rows few
 
 1. When no delete manifest of the snapshot holds a live file, the manifest list alone answers: the sum of every
    data manifest's ``added_rows_count + existing_rows_count`` (no manifest is opened).
-2. Otherwise the manifests are read and each live data file gets the deletes that apply to it (``delete_index``, the
-   read planner's rules): files without any are counted from their ``record_count``; the rest must be scanned,
+2. Otherwise the manifests are read as columns and each live data file gets the deletes that apply to it (the read
+   planner's file selection and rules): files without any are counted from their ``record_count``; the rest must
+   be scanned,
    and ``CountPlan.files_to_scan`` names them (deletes that apply to nothing, e.g. after compaction, cost nothing).
 """
 
@@ -14,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.manifest import ManifestContent
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Snapshot
 
-from spark_jobs.engine.planning.delete_index import DeleteFileIndex
-from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
+from spark_jobs.engine.planning.file_selection import select_files
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_cache import cached_manifests
 
@@ -72,21 +73,14 @@ def plan_count(table: Table, snapshot: Snapshot | None) -> CountPlan:
         rows = sum((m.added_rows_count or 0) + (m.existing_rows_count or 0) for m in data_manifests)
         files = sum((m.added_files_count or 0) + (m.existing_files_count or 0) for m in data_manifests)
         return CountPlan(rows, files, frozenset(), MANIFEST_LIST, 0)
-    schema = table.schema()
-    pruner = ManifestPruner(table.specs(), schema, AlwaysTrue(), True)
     metrics = ScanMetrics()
-    entries = pruner.select_entries(manifests, table.io, metrics)
-    index = DeleteFileIndex(table.specs(), schema)
-    for delete_entry in entries.delete_entries:
-        index.add(delete_entry)
-    rows = files = 0
-    to_scan: set[str] = set()
-    for entry in entries.data_entries:
-        deletes = index.for_data_file(entry)
-        if deletes.position_deletes or deletes.equality_deletes or deletes.deletion_vector is not None:
-            to_scan.add(entry.data_file.file_path)
-        else:
-            rows += entry.data_file.record_count
-            files += 1
+    selected = select_files(
+        table, snapshot, schema=table.schema(), row_filter=AlwaysTrue(), case_sensitive=True, metrics=metrics
+    )
+    with_deletes = np.zeros(len(selected), dtype=bool)
+    with_deletes[list(selected.deletes)] = True
+    rows = int(selected.record_counts[~with_deletes].sum())
+    files = int((~with_deletes).sum())
+    to_scan = frozenset(selected.paths[row] for row in selected.deletes)
     read = metrics.manifests_total - metrics.manifests_pruned
-    return CountPlan(rows, files, frozenset(to_scan), MANIFEST_ENTRIES, read)
+    return CountPlan(rows, files, to_scan, MANIFEST_ENTRIES, read)

@@ -1,10 +1,10 @@
 """The columnar planner gives the very tasks the per-entry planner gives (the engine's planning before manifests
 became columns): same slices, same deletes, same constants, same packing order, same counters.
 
-The reference plan is made from pyiceberg objects one entry at a time: ``ManifestPruner.select_entries`` (pyiceberg's
-partition and metrics evaluators per file), ``DeleteFileIndex.add``/``for_data_file`` per entry, ``split_data_file``
-and ``pack_slices``. Every snapshot of every Java-written corpus table is planned with filters on every kind of
-column and predicate, both ways.
+The reference plan is made from pyiceberg objects one entry at a time, as the engine planned before: the manifests
+``ManifestPruner.select_manifests`` keeps, their entries as objects, pyiceberg's partition and metrics evaluators per
+file, ``DeleteFileIndex.add``/``for_data_file`` per entry, ``split_data_file`` and ``pack_slices``. Every snapshot
+of every Java-written corpus table is planned with filters on every kind of column and predicate, both ways.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from pyiceberg.expressions import AlwaysTrue
+from pyiceberg.expressions.visitors import _InclusiveMetricsEvaluator
+from pyiceberg.manifest import DataFileContent
 
 from spark_jobs.engine.planning.delete_index import DeleteFileIndex
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
@@ -19,7 +22,7 @@ from spark_jobs.engine.planning.scan_planner import bind_row_filter, plan_scan, 
 from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, split_data_file
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table import duckdb_avro, manifest_columns
-from spark_jobs.engine.table.manifest_cache import cached_manifests, manifest_columns_cache
+from spark_jobs.engine.table.manifest_cache import cached_live_entries, cached_manifests, manifest_columns_cache
 from spark_jobs.engine.table.snapshots import schema_for_snapshot
 
 FILTERS = {
@@ -52,13 +55,26 @@ def _reference_plan(table, snapshot, schema, row_filter, settings: SplitSettings
     specs = table.specs()
     metrics = ScanMetrics()
     pruner = ManifestPruner(specs, schema, unbound, True)
-    entries = pruner.select_entries(cached_manifests(snapshot, table.io), table.io, metrics)
+    metrics_evaluator = _InclusiveMetricsEvaluator(schema, unbound, True)
+    filters = unbound != AlwaysTrue()
+    data_manifests, delete_manifests = pruner.select_manifests(cached_manifests(snapshot, table.io), metrics)
     index = DeleteFileIndex(specs, table.schema())
-    for delete_entry in entries.delete_entries:
-        index.add(delete_entry)
+    data_entries = []
+    for entries in cached_live_entries(data_manifests + delete_manifests, table.io):
+        for entry in entries:
+            data_file = entry.data_file
+            if data_file.content != DataFileContent.DATA:
+                if pruner.partition_may_match(data_file):
+                    index.add(entry)
+                continue
+            metrics.data_files_total += 1
+            may_match = metrics_evaluator.eval(data_file) if filters else data_file.record_count > 0
+            if pruner.partition_may_match(data_file) and may_match:
+                data_entries.append(entry)
+            else:
+                metrics.data_files_pruned += 1
     slices = [
-        whole_file_slice(entry, specs[entry.data_file.spec_id], index.for_data_file(entry))
-        for entry in entries.data_entries
+        whole_file_slice(entry, specs[entry.data_file.spec_id], index.for_data_file(entry)) for entry in data_entries
     ]
     applied = {
         d for s in slices for d in (*s.position_deletes, *s.equality_deletes, s.deletion_vector) if d is not None

@@ -15,7 +15,8 @@ from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
+from spark_jobs.engine.planning.file_selection import select_files
+from spark_jobs.engine.planning.scan_tasks import EqualityDeleteFile
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_entries import read_live_entries
 from tests.support.conformance import load_queries
@@ -31,11 +32,20 @@ def _rows(ids: range, category: str) -> pa.Table:
     return pa.table({"id": pa.array(list(ids), pa.int64()), "category": pa.array([category] * len(ids), pa.string())})
 
 
+def _selected(table, row_filter, metrics: ScanMetrics | None = None):
+    return select_files(
+        table,
+        table.current_snapshot(),
+        schema=table.schema(),
+        row_filter=row_filter,
+        case_sensitive=True,
+        metrics=metrics or ScanMetrics(),
+    )
+
+
 def _select(table, row_filter: str) -> tuple[list[str], ScanMetrics]:
     metrics = ScanMetrics()
-    pruner = ManifestPruner(table.specs(), table.schema(), parse(row_filter), case_sensitive=True)
-    selected = pruner.select_entries(table.current_snapshot().manifests(table.io), table.io, metrics)
-    return [entry.data_file.file_path for entry in selected.data_entries], metrics
+    return list(_selected(table, parse(row_filter), metrics).paths), metrics
 
 
 def test_partition_summaries_prune_whole_manifests(sql_catalog):
@@ -80,16 +90,16 @@ def test_column_metrics_prune_data_files_of_an_unpartitioned_table(sql_catalog):
 
 def test_delete_manifests_of_partitions_the_filter_excludes_are_pruned(conformance_catalog):
     table = conformance_catalog.load_table("corpus.v2_eq_deletes_part")
-    pruner = ManifestPruner(table.specs(), table.schema(), parse("category = 'b'"), case_sensitive=True)
     metrics = ScanMetrics()
-    selected = pruner.select_entries(table.current_snapshot().manifests(table.io), table.io, metrics)
-    assert selected.delete_entries == []
-    assert {entry.data_file.partition[0] for entry in selected.data_entries} == {"b"}
+    selected = _selected(table, parse("category = 'b'"), metrics)
+    assert selected.deletes == {}
+    assert {partition[0] for partition in selected.partitions} == {"b"}
+    assert metrics.manifests_pruned >= 1  # the delete manifest of partition 'a' is never read
 
-    everything = ManifestPruner(table.specs(), table.schema(), AlwaysTrue(), case_sensitive=True)
-    unfiltered = everything.select_entries(table.current_snapshot().manifests(table.io), table.io, ScanMetrics())
-    assert len(unfiltered.delete_entries) == 1
-    assert unfiltered.delete_entries[0].data_file.content == DataFileContent.EQUALITY_DELETES
+    unfiltered = _selected(table, AlwaysTrue())
+    applied = unfiltered.applied_delete_files()
+    assert len(applied) == 1
+    assert all(isinstance(d, EqualityDeleteFile) for d in applied)
 
 
 def _rows_matching(table, path: str, schema: Schema, bound_filter) -> int:
@@ -130,12 +140,9 @@ def _assert_pruning_is_sound(table, where: str) -> None:
     """Every data file the pruner drops holds no row matching ``where`` (read back by field id)."""
     schema = table.schema()
     row_filter = parse(where)
-    metrics = ScanMetrics()
     manifests = table.current_snapshot().manifests(table.io)
-    kept = ManifestPruner(table.specs(), schema, row_filter, case_sensitive=True).select_entries(
-        manifests, table.io, metrics
-    )
-    kept_paths = {entry.data_file.file_path for entry in kept.data_entries}
+    metrics = ScanMetrics()
+    kept_paths = set(_selected(table, row_filter, metrics).paths)
     all_paths = {
         entry.data_file.file_path
         for manifest in manifests
