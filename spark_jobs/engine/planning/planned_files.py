@@ -3,20 +3,21 @@
 A scan of 10^5-10^6 files is planned without a Python object per file until a task's slices are asked for:
 
 1. ``gather``: the surviving data entries of each manifest (``entry_filter.survivors``) become per-file columns
-   (paths, sizes, record counts, spec ids, data sequence numbers, first row ids, split offsets) and per-file
-   partitions, shared by the files of one partition with their identity-partition constants.
+   (paths, sizes, record counts, spec ids, data sequence numbers, first row ids, split offsets; paths, row ids and
+   offsets stay Arrow values until a slice asks for one) and per-file partitions, shared by the files of one
+   partition with their identity-partition constants.
 2. Deletes: the delete index says, for all files at once, which may have any (``files_that_may_have_deletes``);
    only those are looked up one by one (``DeleteFileIndex.for_file``), reading a file's statistics only when an
    equality delete may apply.
 3. ``tasks``: files larger than the split size with usable split offsets are cut on row-group boundaries
-   (``splitting.split_offsets_ranges``); every slice is weighed (bytes plus its deletes' bytes, at least one
+   (``splitting.split_ranges``); every slice is weighed (bytes plus its deletes' bytes, at least one
    open-file cost per file) and the weights packed as Iceberg Java packs them (``splitting.pack_weights``); each
    task holds rows of one ``SliceColumns``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,10 @@ class ArrowValues(Sequence[Any]):
     def __len__(self) -> int:
         return len(self._array)
 
+    def __iter__(self) -> Iterator[Any]:
+        values = self._array.to_pylist()
+        return iter(values if self._convert is None else map(self._convert, values))
+
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
@@ -71,7 +76,7 @@ def _offsets_tuple(value: list[int] | None) -> tuple[int, ...] | None:
 class PlannedFiles:
     """Per data file of a scan: its columns, partition, identity constants and the deletes that apply."""
 
-    paths: list[str]
+    paths: Sequence[str]
     file_sizes: np.ndarray
     record_counts: np.ndarray
     spec_ids: np.ndarray
@@ -198,12 +203,11 @@ def gather(
 ) -> PlannedFiles:
     """The surviving data files of every manifest, in order, with their deletes (module doc, steps 1 and 2)."""
     chunks = [chunk for chunk in survivors if chunk.num_rows]
-    paths: list[str] = []
+    offset = 0
     partitions: list[tuple[Any, ...]] = []
     constants: list[dict[int, Any]] = []
     deletes: dict[int, AppliedDeletes] = {}
     for chunk in chunks:
-        offset = len(paths)
         chunk_paths = chunk.column("file_path")
         codes, chunk_partitions = chunk.partition_groups
         spec = specs.get(chunk.spec_id)
@@ -212,11 +216,11 @@ def gather(
         ]
         partitions.extend(chunk_partitions[code] for code in codes.tolist())
         constants.extend(chunk_constants[code] for code in codes.tolist())
-        paths.extend(chunk_paths.to_pylist())
         if delete_index.holds_deletes:
             _attach_deletes(
                 chunk, chunk_paths=chunk_paths, codes=codes, offset=offset, delete_index=delete_index, deletes=deletes
             )
+        offset += chunk.num_rows
 
     def joined(name: str, arrow_type: pa.DataType) -> pa.Array:
         arrays = [chunk.column(name) for chunk in chunks]
@@ -224,7 +228,7 @@ def gather(
 
     sequence_numbers = joined("sequence_number", pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
     planned = PlannedFiles(
-        paths=paths,
+        paths=ArrowValues(joined("file_path", pa.string())),
         file_sizes=joined("file_size_in_bytes", pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64),
         record_counts=joined("record_count", pa.int64()).to_numpy(zero_copy_only=False).astype(np.int64),
         spec_ids=np.concatenate([np.full(chunk.num_rows, chunk.spec_id, dtype=np.int64) for chunk in chunks])

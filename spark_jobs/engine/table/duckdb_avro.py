@@ -9,7 +9,9 @@ path: DuckDB never downloads or autoloads anything here.
    into a probe connection; any failure (not installed, versions apart, a platform without the binary) is logged
    once and the caller decodes with pyiceberg instead.
 2. Each thread gets a connection of its own (DuckDB connections are not thread-safe; decoding releases the GIL, so
-   several manifests decode in parallel).
+   several manifests decode in parallel). A connection keeps memory after each read (about the file's size, in its
+   allocator), so it is closed and a new one opened once it has read ``RECYCLE_AFTER_BYTES``: the tables it
+   returned stay valid, and a plan of 10^6 files holds no more than that per thread.
 3. ``read_avro_file`` reads a local path in place; the bytes of a file on another file system (S3, ...) are
    written to a private temporary file (a folder of mode 0700 of this process, the file created exclusively) and
    removed after the read.
@@ -18,6 +20,7 @@ path: DuckDB never downloads or autoloads anything here.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib
 import logging
 import os
@@ -32,6 +35,7 @@ import pyarrow as pa
 log = logging.getLogger(__name__)
 
 _CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+RECYCLE_AFTER_BYTES = 64 * 1024 * 1024
 _STATE: dict[str, Any] = {}
 _STATE_LOCK = threading.Lock()
 _LOCAL = threading.local()
@@ -63,20 +67,26 @@ def _probe() -> bool:
 
 
 def _connection() -> Any:
-    """This thread's DuckDB connection with the avro extension loaded."""
+    """This thread's DuckDB connection with the avro extension loaded (a new one after ``RECYCLE_AFTER_BYTES``)."""
     connection = getattr(_LOCAL, "connection", None)
+    if connection is not None and getattr(_LOCAL, "bytes_read", 0) >= RECYCLE_AFTER_BYTES:
+        connection.close()
+        connection = None
     if connection is None:
         connection = _STATE["duckdb"].connect(config=_CONFIG)
         connection.execute(f"LOAD '{_STATE['extension']}'")
         connection.execute("SET threads = 1")  # one file per connection; parallelism comes from several threads
         _LOCAL.connection = connection
+        _LOCAL.bytes_read = 0
     return connection
 
 
 def read_avro_file(local_path: str) -> pa.Table:
     """Every record of the local Avro file as an Arrow table (DuckDB's types; logical types applied)."""
-    cursor = _connection().execute("SELECT * FROM read_avro(?)", [local_path])
-    return cursor.to_arrow_table()
+    connection = _connection()
+    with contextlib.suppress(OSError):  # DuckDB names a missing file itself
+        _LOCAL.bytes_read += os.path.getsize(local_path)
+    return connection.execute("SELECT * FROM read_avro(?)", [local_path]).to_arrow_table()
 
 
 def read_avro_bytes(data: bytes) -> pa.Table:

@@ -7,8 +7,8 @@ caches (``bounded_cache``). Cached entries are shared between scans: callers mus
 Two forms of a manifest's entries are kept, each with its own bound:
 
 1. As Arrow columns (``manifest_columns``), what planning reads: counted by their Arrow bytes (about 430 bytes a
-   data file of a three-column table), bounded by ``ICEBERG_MANIFEST_COLUMNS_CACHE_MAX_BYTES`` (384 MiB), so a
-   table of about 10^6 files is planned again from memory. Manifests not cached are decoded on a thread pool
+   data file of a three-column table), bounded by ``ICEBERG_MANIFEST_COLUMNS_CACHE_MAX_BYTES`` (256 MiB), so a
+   table of about 5 x 10^5 files is planned again from memory. Manifests not cached are decoded on a thread pool
    (DuckDB's decoding releases the GIL) a few at a time, in order, so a plan holds at most a window of decoded
    manifests besides the cache.
 2. As pyiceberg objects (``cached_live_entries``), what commits rewrite: bounded by
@@ -42,7 +42,7 @@ MANIFEST_LIST_ENTRY_BYTES = 2048  # a ManifestFile object with its partition sum
 
 _PROCESS_CACHE = BoundedCache(max_bytes_from_environment(MAX_BYTES_ENV_VAR, DEFAULT_MAX_BYTES))
 
-DEFAULT_COLUMNS_MAX_BYTES = 384 * 1024 * 1024
+DEFAULT_COLUMNS_MAX_BYTES = 256 * 1024 * 1024
 COLUMNS_MAX_BYTES_ENV_VAR = "ICEBERG_MANIFEST_COLUMNS_CACHE_MAX_BYTES"
 _COLUMNS_CACHE = BoundedCache(max_bytes_from_environment(COLUMNS_MAX_BYTES_ENV_VAR, DEFAULT_COLUMNS_MAX_BYTES))
 DECODE_THREADS = max(2, min(8, os.cpu_count() or 2))
