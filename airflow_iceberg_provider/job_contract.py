@@ -43,10 +43,13 @@ RESULT_FIELDS: Mapping[str, frozenset[str]] = {
         # The partitions the committed snapshot changed, read back from it: one object per partition (spec_id,
         # partition as Iceberg's partition path text, files and rows added and removed); null when unknown.
         "partitions_changed",
+        # One object per commit, as Iceberg Java's commit report has it: snapshot_id, sequence_number, operation,
+        # attempts, duration_ms and the snapshot's summary (empty without a commit).
+        "commit_reports",
     },
     "read": _EVERY_RESULT | {"table", "snapshot_id", "output", "output_format", "counters", "rows_out"},
-    "compact": _EVERY_RESULT | {"table", "snapshot_id", "dry_run", "operation", "file_groups"},
-    "maintain": _EVERY_RESULT | {"action", "table", "dry_run", "snapshot_id"},
+    "compact": _EVERY_RESULT | {"table", "snapshot_id", "dry_run", "operation", "file_groups", "commit_reports"},
+    "maintain": _EVERY_RESULT | {"action", "table", "dry_run", "snapshot_id", "commit_reports"},
 }
 # The fields of each object in an ingest's ``partitions_changed``: the partition (its spec and its path text as
 # Iceberg names it on storage, "" when unpartitioned) and what the committed snapshot did there.

@@ -10,14 +10,16 @@ named by its storage, so it joins with what Spark, Trino or any engine reading t
    name, URI and warehouse);
 3. the ``schema`` facet lists the table's columns with Iceberg's type names (nested fields under their parent), and
    the ``version`` facet is the snapshot id the job read or committed (left out when it is not known yet: an output
-   on start).
+   on start);
+4. as an input or output of a job that has run, the table carries Iceberg's facets built from the job's result line
+   (``lineage_facets``: ``icebergScanReport``, ``icebergCommitReport``, ``icebergMaintenanceReport``).
 Files (an ingest's source, a read's export) are datasets named the same way from their URI.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,9 +29,11 @@ _OBJECT_STORE_SCHEMES = {"s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "wasb
 
 @dataclass(frozen=True)
 class TableVersion:
-    """The operator's table as a lineage dataset, at ``snapshot_id`` (``None``: not known yet)."""
+    """The operator's table as a lineage dataset, at ``snapshot_id`` (``None``: not known yet), with the facets it
+    carries as this job's input or output (``lineage_facets``)."""
 
     snapshot_id: int | None = None
+    io_facets: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,16 @@ class TableDescription:
     location: str
     schema: Any  # pyiceberg Schema
     current_snapshot_id: int | None
+    metadata: Any = None  # pyiceberg TableMetadata: the schema of any snapshot
+
+    def schema_of(self, snapshot_id: int | None) -> Any:
+        """The schema ``snapshot_id`` was written with (the current one when not known)."""
+        snapshot = self.metadata.snapshot_by_id(snapshot_id) if self.metadata is not None and snapshot_id else None
+        if snapshot is not None and snapshot.schema_id is not None:
+            for schema in self.metadata.schemas:
+                if schema.schema_id == snapshot.schema_id:
+                    return schema
+        return self.schema
 
 
 def storage_name(uri: str) -> tuple[str, str]:
@@ -185,6 +199,7 @@ def describe_table(catalog_hook: Any, identifier: str) -> TableDescription | Non
         location=table.metadata.location,
         schema=table.schema(),
         current_snapshot_id=table.metadata.current_snapshot_id,
+        metadata=table.metadata,
     )
 
 
@@ -206,13 +221,20 @@ def operator_lineage(
     except ImportError:
         return None
 
-    def datasets(items: Sequence[LineageItem]) -> list[Any]:
+    from openlineage.client.event_v2 import InputDataset, OutputDataset
+
+    def datasets(items: Sequence[LineageItem], side: type) -> list[Any]:
         found = []
         for item in items:
             if isinstance(item, Files):
                 found.append(files_dataset(item.uri))
             elif description is not None:
-                found.append(table_dataset(description, item.snapshot_id))
+                dataset = table_dataset(description, item.snapshot_id)
+                if item.io_facets:
+                    facets_argument = "inputFacets" if side is InputDataset else "outputFacets"
+                    arguments = {"namespace": dataset.namespace, "name": dataset.name, "facets": dataset.facets}
+                    dataset = side(**arguments, **{facets_argument: dict(item.io_facets)})
+                found.append(dataset)
         return found
 
-    return OperatorLineage(inputs=datasets(inputs), outputs=datasets(outputs))
+    return OperatorLineage(inputs=datasets(inputs, InputDataset), outputs=datasets(outputs, OutputDataset))

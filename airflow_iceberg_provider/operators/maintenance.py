@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion
+from airflow_iceberg_provider.lineage import LineageDatasets, TableDescription, TableVersion
 from airflow_iceberg_provider.operators._arguments import REWRITE_JOB_ORDERS, check_choice, check_integer
 from airflow_iceberg_provider.operators.spark_job import IcebergSparkJobOperator, flag_arguments, is_enabled
 
@@ -136,7 +136,19 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
         """The table, read and changed (its metadata and unreferenced files) at its current snapshot; a dry run
         changes nothing."""
         snapshot_id = result.get("snapshot_id") if result else current_snapshot_id
-        return [TableVersion(snapshot_id)], [] if is_enabled(self.report_only) else [TableVersion(snapshot_id)]
+        commits = (result or {}).get("commit_reports") or []
+        changed = commits[-1].get("snapshot_id") if commits else snapshot_id  # a rewrite's own snapshot
+        return [TableVersion(snapshot_id)], [] if is_enabled(self.report_only) else [TableVersion(changed)]
+
+    def iceberg_facets(
+        self, result: dict[str, Any], description: TableDescription
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The table as the action changed it: ``icebergMaintenanceReport``, and ``icebergCommitReport`` when the
+        action committed a snapshot (``lineage_facets``)."""
+        from airflow_iceberg_provider.lineage_facets import MAINTENANCE_REPORT, maintenance_report
+
+        _, committed = super().iceberg_facets(result, description)
+        return {}, {MAINTENANCE_REPORT: maintenance_report(result), **committed}
 
     def job_arguments(self, catalog_name: str, context: Context) -> list[str]:
         """The action, then ``--catalog --table`` and the options that are set."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_iceberg_provider.lineage import Files, LineageDatasets, TableVersion
+from airflow_iceberg_provider.lineage import Files, LineageDatasets, TableDescription, TableVersion
 from airflow_iceberg_provider.operators._arguments import (
     READ_OUTPUT_FORMATS,
     READ_WRITE_MODES,
@@ -114,6 +114,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
         self.columns = columns
         self.row_filter = row_filter
         self.partition_key = partition_key
+        self._filter_used: str | None = None
         self.output_format = output_format
         self.write_mode = write_mode
         self.split_size = split_size
@@ -140,7 +141,7 @@ class IcebergReadOperator(IcebergSparkJobOperator):
             ("--ref", self.ref),
             ("--as-of", self.as_of),
         ]
-        row_filter = self.effective_row_filter()
+        row_filter = self._filter_used = self.effective_row_filter()
         if self.aggregates is not None:  # joined as columns are
             return flag_arguments([*snapshot, ("--filter", row_filter), ("--aggregate", column_list(self.aggregates))])
         return flag_arguments(
@@ -155,6 +156,19 @@ class IcebergReadOperator(IcebergSparkJobOperator):
                 ("--driver-max-bytes", self.driver_max_bytes),
             ]
         )
+
+    def iceberg_facets(
+        self, result: dict[str, Any], description: TableDescription
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The read's ``icebergScanReport`` on the table it scanned (``lineage_facets``)."""
+        from airflow_iceberg_provider.lineage_facets import SCAN_REPORT, scan_report
+
+        snapshot_id = result.get("snapshot_id")
+        schema = description.schema_of(snapshot_id)
+        columns = column_list(self.columns)
+        names = [c.strip() for c in columns.split(",")] if columns else [f.name for f in schema.fields]
+        report = scan_report(result, schema_id=schema.schema_id, row_filter=self._filter_used, columns=names)
+        return {SCAN_REPORT: report}, {}
 
     def effective_row_filter(self) -> str | None:
         """``row_filter``, and-ed with the filter of ``partition_key`` when one is given (``partition_filter``)."""

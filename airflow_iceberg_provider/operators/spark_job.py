@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -33,7 +34,14 @@ from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
 from airflow_iceberg_provider.hooks.spark_submit_compat import SubmitOperatorSeam
 from airflow_iceberg_provider.job_contract import EXIT_USAGE
-from airflow_iceberg_provider.lineage import LineageDatasets, TableVersion, describe_table, operator_lineage
+from airflow_iceberg_provider.lineage import (
+    LineageDatasets,
+    LineageItem,
+    TableDescription,
+    TableVersion,
+    describe_table,
+    operator_lineage,
+)
 from airflow_iceberg_provider.links import SparkDriverLogLink, SparkUiLink
 from airflow_iceberg_provider.partition_events import task_partition_keys_supported
 from airflow_iceberg_provider.settings import ProviderSettings
@@ -242,7 +250,31 @@ class IcebergSparkJobOperator(SubmitOperatorSeam):
             description = None
         current = description.current_snapshot_id if description is not None else None
         inputs, outputs = self.lineage_datasets(result, current)
+        if result is not None and description is not None:
+            try:
+                input_facets, output_facets = self.iceberg_facets(result, description)
+            except ImportError:  # no OpenLineage client: operator_lineage reports nothing either
+                input_facets, output_facets = {}, {}
+            inputs = [_with_facets(item, input_facets) for item in inputs]
+            outputs = [_with_facets(item, output_facets) for item in outputs]
         return operator_lineage(description, inputs, outputs)
+
+    def iceberg_facets(
+        self, result: dict[str, Any], description: TableDescription
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Iceberg's facets of the table as this job's input and as its output, from the job's result line
+        (``lineage_facets``); by default the commit report of a job that committed."""
+        from airflow_iceberg_provider.lineage_facets import COMMIT_REPORT, commit_report
+
+        report = commit_report(result)
+        return {}, ({COMMIT_REPORT: report} if report is not None else {})
+
+
+def _with_facets(item: LineageItem, facets: dict[str, Any]) -> LineageItem:
+    """A table item with ``facets`` added (files are left as they are)."""
+    if not facets or not isinstance(item, TableVersion):
+        return item
+    return dataclasses.replace(item, io_facets={**item.io_facets, **facets})
 
 
 def optional_text(value: Any) -> str | None:

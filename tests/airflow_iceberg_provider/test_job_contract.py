@@ -35,7 +35,7 @@ def _output(text: str) -> JobOutput:
 
 def test_a_result_the_job_prints_is_what_the_airflow_side_reads(capsys) -> None:
     result = {"status": "ok", "job": "maintain", "action": "expire-snapshots", "table": "ns.t", "dry_run": True}
-    result |= {"snapshot_id": 7, "seconds": {"expire-snapshots": 0.1}}
+    result |= {"snapshot_id": 7, "commit_reports": [], "seconds": {"expire-snapshots": 0.1}}
     assert job_side.missing_result_fields(result) == []
     exit_code = run_job("maintain", lambda: result)
     printed = capsys.readouterr()

@@ -110,6 +110,48 @@ def test_maintenance_changes_the_table_unless_it_is_a_dry_run(testing_catalog, e
     assert dry.get_openlineage_facets_on_start().outputs == []
 
 
+def test_a_finished_job_adds_icebergs_facets_to_the_table(testing_catalog, events_table) -> None:
+    """From the result line: a commit report on what a job committed to, a scan report on what a read scanned, a
+    maintenance report (and the commit report of a rewrite) on what maintenance changed."""
+    from airflow_iceberg_provider.operators.read import IcebergReadOperator
+
+    head = testing_catalog.load_table(events_table).current_snapshot().snapshot_id
+    report = {"snapshot_id": 99, "sequence_number": 7, "operation": "replace", "attempts": 1, "duration_ms": 5}
+    report["summary"] = {"added-data-files": "1", "deleted-data-files": "2", "total-records": "15"}
+    compact = IcebergCompactOperator(task_id="compact", catalog="testing", table=events_table)
+    compact.job_result = {"job": "compact", "starting_snapshot_id": head, "snapshot_id": 99, "commit_reports": [report]}
+    (output,) = compact.get_openlineage_facets_on_complete(task_instance=None).outputs
+    committed = output.outputFacets["icebergCommitReport"]
+    assert (committed.snapshotId, committed.sequenceNumber, committed.operation) == (99, 7, "replace")
+    assert committed.commitMetrics == {
+        "addedDataFiles": 1,
+        "removedDataFiles": 2,
+        "totalRecords": 15,
+        "attempts": 1,
+        "totalDuration": 5,
+    }
+
+    rewrite = IcebergMaintenanceOperator(task_id="m", catalog="testing", table=events_table, action="rewrite-manifests")
+    rewrite.job_result = {
+        "job": "maintain", "action": "rewrite-manifests", "dry_run": False, "snapshot_id": head,
+        "manifests_replaced": 2, "commit_reports": [report],
+    }  # fmt: skip
+    (changed,) = rewrite.get_openlineage_facets_on_complete(task_instance=None).outputs
+    assert changed.facets["version"].datasetVersion == "99"
+    assert changed.outputFacets["icebergMaintenanceReport"].metrics == {"manifestsReplaced": 2}
+    assert changed.outputFacets["icebergCommitReport"].snapshotId == 99
+
+    read = IcebergReadOperator(
+        task_id="r", catalog="testing", table=events_table, output_path="/tmp/o", row_filter="id > 3"
+    )
+    read.job_arguments("testing", {})  # the filter used is known once the arguments are built
+    read.job_result = {"job": "read", "snapshot_id": head, "counters": {"data_files_total": 2}, "seconds": {}}
+    (scanned,) = read.get_openlineage_facets_on_complete(task_instance=None).inputs
+    scan = scanned.inputFacets["icebergScanReport"]
+    assert (scan.snapshotId, scan.filterDescription, scan.projectedFieldNames) == (head, "id > 3", ["id", "category"])
+    assert scan.scanMetrics == {"resultDataFiles": 2, "skippedDataFiles": 0}
+
+
 def test_an_unreachable_catalog_leaves_only_the_files(tmp_path) -> None:
     from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
 

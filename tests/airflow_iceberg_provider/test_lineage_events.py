@@ -1,5 +1,6 @@
 """OpenLineage events as a user of the OpenLineage provider gets them: a DAG run by ``airflow dags test`` with the
-provider's file transport configured, its START and COMPLETE events read back from the file."""
+provider's file transport configured, its START and COMPLETE events read back from the file: datasets, and Iceberg's
+facets (scan and commit reports, the maintenance report) checked against their published schemas."""
 
 from __future__ import annotations
 
@@ -15,13 +16,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.support.airflow_env import SPARK_LOCAL_CONNECTION, path_with_spark_submit
+from tests.support.openlineage_schemas import schema_errors
 
 DAG_FILE = """
 from datetime import datetime
 
 from airflow.sdk import DAG
 
+from airflow_iceberg_provider.operators.compact import IcebergCompactOperator
 from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
+from airflow_iceberg_provider.operators.maintenance import IcebergMaintenanceOperator
 from airflow_iceberg_provider.operators.read import IcebergReadOperator
 
 QUIET = {{"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}}
@@ -32,7 +36,13 @@ with DAG("lineage_events", schedule=None, start_date=datetime(2026, 1, 1)):
     read = IcebergReadOperator(
         task_id="read", catalog="testing", table="{table}", output_path="{output}", write_mode="overwrite", conf=QUIET
     )
-    ingest >> read
+    manifests = IcebergMaintenanceOperator(
+        task_id="rewrite_manifests", catalog="testing", table="{table}", action="rewrite-manifests", conf=QUIET
+    )
+    compact = IcebergCompactOperator(
+        task_id="compact", catalog="testing", table="{table}", rewrite_all=True, conf=QUIET
+    )
+    ingest >> read >> manifests >> compact
 """
 
 
@@ -84,7 +94,8 @@ def test_every_task_reports_its_inputs_and_outputs_on_start_and_complete(
 
     table = testing_catalog.load_table(events_table)
     location = table.location().removeprefix("file://")
-    before, committed = (snapshot.snapshot_id for snapshot in table.snapshots()[-2:])
+    snapshots = table.snapshots()
+    before, committed, rewritten, compacted = (snapshot.snapshot_id for snapshot in snapshots[-4:])
     events = _events(events_file)
     assert {"START", "COMPLETE"} <= {kind for _, kind in events}, sorted(events)
 
@@ -106,3 +117,30 @@ def test_every_task_reports_its_inputs_and_outputs_on_start_and_complete(
     assert table_facets["symlinks"]["identifiers"][0]["name"] == events_table
     assert table_facets["catalog"]["name"] == "testing"
     assert [field["name"] for field in table_facets["schema"]["fields"]] == ["id", "category"]
+
+    # Iceberg's facets, as Spark's Iceberg integration names them, valid by their schemas.
+    def facet(task: str, side: str, key: str) -> dict:
+        (dataset,) = [d for d in events[(task, "COMPLETE")][side] if d["name"] == location]
+        found = dataset["inputFacets" if side == "inputs" else "outputFacets"][key]
+        assert schema_errors(key, found) == [], (task, key)
+        return found
+
+    ingested = facet("ingest", "outputs", "icebergCommitReport")
+    assert (ingested["snapshotId"], ingested["operation"]) == (committed, "append")
+    assert (ingested["commitMetrics"]["addedRecords"], ingested["commitMetrics"]["totalRecords"]) == (2, 17)
+    assert ingested["sequenceNumber"] == snapshots[-3].sequence_number
+    scanned = facet("read", "inputs", "icebergScanReport")
+    assert (scanned["snapshotId"], scanned["projectedFieldNames"], scanned["filterDescription"]) == (
+        committed,
+        ["id", "category"],
+        "",
+    )
+    assert scanned["scanMetrics"]["resultDataFiles"] == 3
+    maintained = facet("rewrite_manifests", "outputs", "icebergMaintenanceReport")
+    assert (maintained["action"], maintained["metrics"]["manifestsReplaced"]) == ("rewrite-manifests", 3)
+    replaced = facet("rewrite_manifests", "outputs", "icebergCommitReport")
+    assert (replaced["snapshotId"], replaced["operation"]) == (rewritten, "replace")
+    compaction = facet("compact", "outputs", "icebergCommitReport")
+    assert (compaction["snapshotId"], compaction["operation"]) == (compacted, "replace")
+    metrics = compaction["commitMetrics"]
+    assert (metrics["removedDataFiles"], metrics["addedDataFiles"], metrics["totalRecords"]) == (3, 1, 17)

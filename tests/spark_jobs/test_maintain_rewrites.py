@@ -59,6 +59,15 @@ def test_rewrite_position_deletes_dry_run_then_run(table, capsys):
     assert missing_result_fields(planned) == missing_result_fields(done) == []
     assert (done["commits"], done["delete_files_removed"], done["delete_files_added"]) == (1, 16, 2)
     assert done["positions_written"] == done["positions_read"] == 16
+    assert planned["commit_reports"] == []
+    (report,) = done["commit_reports"]  # the rewrite's commit, as Iceberg Java's commit report has it
+    head = table.catalog.load_table(table.name()).current_snapshot()
+    assert (report["snapshot_id"], report["sequence_number"], report["operation"]) == (
+        head.snapshot_id,
+        head.sequence_number,
+        "replace",
+    )
+    assert report["summary"]["removed-position-delete-files"] == "16" and report["attempts"] == 1
     assert ids_and_checksum(table.catalog.load_table(table.name())) == before
 
 

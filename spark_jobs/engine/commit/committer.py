@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import time
@@ -76,13 +77,16 @@ class CommitOutcomeUnknownError(CommitError):
 
 @dataclass(frozen=True)
 class CommitResult:
-    """What the commit did: the snapshot now holding the change, whether it was already there, how many tries."""
+    """What the commit did: the snapshot now holding the change, whether it was already there, how many tries,
+    the snapshot's sequence number and how long the commit took (``None`` where not known)."""
 
     snapshot_id: int
     operation: str
     already_committed: bool
     attempts: int
     summary: dict[str, Any]
+    sequence_number: int | None = None
+    seconds: float | None = None
 
 
 def require_writable_format(table: Table) -> None:
@@ -107,6 +111,7 @@ def commit_change(
     start_id = start.snapshot_id if starting_snapshot_id == "current" and start else starting_snapshot_id
     committer = _Committer(table, change, branch, start_id, job)  # type: ignore[arg-type]
     earlier: CommittedKey | None = None
+    started = time.perf_counter()
     try:
         require_writable_format(table)
         check_delete_partitions(table, change, branch)
@@ -136,7 +141,7 @@ def commit_change(
             ) from error
         raise
     settled_quietly(table)
-    return result
+    return dataclasses.replace(result, seconds=time.perf_counter() - started)
 
 
 class _Committer:
@@ -319,4 +324,5 @@ def _result(snapshot: Snapshot, *, already_committed: bool, attempts: int) -> Co
         already_committed=already_committed,
         attempts=attempts,
         summary=summary,
+        sequence_number=snapshot.sequence_number,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from spark_jobs.engine.commit.commit_report import commit_report
 from spark_jobs.engine.commit.committer import CommitResult
 from spark_jobs.engine.ingest.options import IngestOptions
 
@@ -57,5 +58,6 @@ def ingest_result(
         "position_deletes_added": count("added-position-deletes"),
         "equality_deletes_added": count("added-equality-deletes"),
         "partitions_changed": partitions if result else [],
+        "commit_reports": [commit_report(result)] if result else [],
         "seconds": {name: round(value, 3) for name, value in outcome.phases.items()},
     }

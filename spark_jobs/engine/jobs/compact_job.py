@@ -19,7 +19,8 @@ from typing import Any
 
 from pyiceberg.table import Table
 
-from spark_jobs.engine.commit.committer import commit_change, require_writable_format
+from spark_jobs.engine.commit.commit_report import commit_report
+from spark_jobs.engine.commit.committer import CommitResult, commit_change, require_writable_format
 from spark_jobs.engine.compaction import RewriteOptions, plan_rewrite
 from spark_jobs.engine.compaction.candidates import list_candidates
 from spark_jobs.engine.compaction.dangling_deletes import dangling_deletes_change, find_dangling_deletes
@@ -55,6 +56,7 @@ class DryRunResult:
             "operation": "replace" if self.plan.groups else None,  # what a rewrite of this plan would commit
             **self.plan.as_dict(),
             "explanation": self.explanation,
+            "commit_reports": [],
             "seconds": self.seconds,
         }
 
@@ -67,6 +69,7 @@ class CompactResult:
     outcome: RewriteOutcome | None
     seconds: dict[str, float]
     dangling: dict[str, Any] = field(default_factory=dict)
+    dangling_commit: CommitResult | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The job's final JSON line."""
@@ -103,6 +106,8 @@ class CompactResult:
             "rewrite_waves": outcome.waves if outcome is not None else 0,
             "counters": counters,
             **self.dangling,
+            # Every commit as Iceberg Java's commit report has it (``commit.commit_report``), dangling deletes last.
+            "commit_reports": [commit_report(commit) for commit in (*commits, self.dangling_commit) if commit],
             "seconds": self.seconds,
         }
 
@@ -134,11 +139,12 @@ def compact_table(
     outcome = run_rewrite(table, plan)
     seconds.update({phase: round(value, 3) for phase, value in outcome.seconds.items()})
     dangling: dict[str, Any] = {}
+    dangling_commit: CommitResult | None = None
     if plan.options.remove_dangling_deletes and outcome.commits:
         started = time.perf_counter()
-        dangling = _remove_dangling_deletes(table)
+        dangling, dangling_commit = _remove_dangling_deletes(table)
         seconds["remove_dangling_deletes"] = round(time.perf_counter() - started, 3)
-    return CompactResult(plan, outcome, seconds, dangling)
+    return CompactResult(plan, outcome, seconds, dangling, dangling_commit)
 
 
 def _explanation(table: Table, options: RewriteOptions, where: str | None) -> list[str]:
@@ -147,20 +153,22 @@ def _explanation(table: Table, options: RewriteOptions, where: str | None) -> li
     return explain_plan(candidates, table.spec().spec_id, len(table.spec().fields), options)
 
 
-def _remove_dangling_deletes(table: Table) -> dict[str, Any]:
-    """Java's remove-dangling-deletes after the rewrite: one more ``replace`` removing deletes nothing needs."""
+def _remove_dangling_deletes(table: Table) -> tuple[dict[str, Any], CommitResult | None]:
+    """Java's remove-dangling-deletes after the rewrite: one more ``replace`` removing deletes nothing needs; what
+    the result line adds, and that commit (``None`` when nothing dangled)."""
     table.refresh()
     start = table.current_snapshot()
     assert start is not None  # the rewrite committed
     dangling = find_dangling_deletes(table, start)
     if not dangling.locations:
-        return {"dangling_delete_files_removed": 0}
+        return {"dangling_delete_files_removed": 0}, None
     result = commit_change(table, dangling_deletes_change(dangling), starting_snapshot_id=start.snapshot_id)
-    return {
+    removed = {
         "dangling_delete_files_removed": len(dangling.locations),
         "dangling_deletes_snapshot_id": result.snapshot_id,
         "snapshot_id": result.snapshot_id,
     }
+    return removed, result
 
 
 def describe_plan(plan: RewritePlan) -> str:

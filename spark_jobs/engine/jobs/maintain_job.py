@@ -5,8 +5,9 @@
 2. Rewrite manifests or position delete files: plan, then print the plan (dry run, or nothing to do) or carry it
    out and say what was committed. A format v3 table with position delete files left is refused: rewriting them
    into deletion vectors is not supported.
-``MaintainResult.as_json`` is the job's final JSON line: the action, the table, the snapshot it started from, and
-what the action reported.
+``MaintainResult.as_json`` is the job's final JSON line: the action, the table, the snapshot it started from, what
+the action reported, and the commits it made (``commit_reports``, Iceberg Java's commit reports; none for expiry
+and orphan removal).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from pyiceberg.table import Table
 
+from spark_jobs.engine.commit.commit_report import commit_report
 from spark_jobs.engine.jobs.maintain_actions import EXPIRE_SNAPSHOTS
 from spark_jobs.engine.maintenance.rewrite_manifests import plan_manifest_rewrite, rewrite_manifests
 from spark_jobs.engine.maintenance.rewrite_position_deletes import (
@@ -46,6 +48,7 @@ class MaintainResult:
             "table": self.table,
             "dry_run": self.dry_run,
             "snapshot_id": self.snapshot_id,
+            "commit_reports": [],  # expiry and orphan removal commit no snapshot; the rewrites' outcomes say theirs
             **self.outcome,
             "seconds": {self.action: round(self.seconds, 3)},
         }
@@ -60,7 +63,11 @@ def rewrite_manifests_action(
         print(manifest_plan.describe(), flush=True)
         return {"operation": "replace" if manifest_plan.rewrites else None, **manifest_plan.as_dict()}
     result = rewrite_manifests(table, manifest_plan)
-    done = {"operation": "replace" if result else None, **manifest_plan.as_dict()}
+    done = {
+        "operation": "replace" if result else None,
+        **manifest_plan.as_dict(),
+        "commit_reports": [commit_report(result)] if result is not None else [],
+    }
     if result is not None:
         current = table.current_snapshot()
         done.update(
@@ -102,6 +109,7 @@ def rewrite_position_deletes_action(
         "positions_dropped": outcome.positions_dropped,
         "dangling_delete_files_removed": outcome.dangling_files_removed,
         "failures": outcome.failures,
+        "commit_reports": [commit_report(commit) for commit in outcome.commits],
     }
 
 
