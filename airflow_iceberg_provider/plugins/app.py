@@ -20,7 +20,10 @@ from airflow_iceberg_provider.plugins.urls import URL_PREFIX
 __all__ = ["ROUTER_MODULES", "URL_PREFIX", "create_app"]
 
 # Modules of this package that each define ``router`` (a fastapi.APIRouter); the order is the order of inclusion.
-ROUTER_MODULES: tuple[str, ...] = ("airflow_iceberg_provider.plugins.reports",)
+ROUTER_MODULES: tuple[str, ...] = (
+    "airflow_iceberg_provider.plugins.reports",
+    "airflow_iceberg_provider.plugins.health",
+)
 
 
 def create_app() -> FastAPI:

@@ -12,7 +12,17 @@ PLUGIN_NAME = "iceberg_provider"
 
 
 class IcebergProviderPlugin(AirflowPlugin):
-    """Compaction reports (and the provider's other pages) served by the API server under ``/iceberg``."""
+    """Compaction reports and the table health page served by the API server under ``/iceberg``."""
 
     name = PLUGIN_NAME
     fastapi_apps: list[Any] = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "Apache Iceberg provider"}]
+    # The table health page (plugins/health.py) in the UI's Browse menu, shown inside the UI.
+    external_views: list[Any] = [
+        {
+            "name": "Iceberg table health",
+            "href": f"{URL_PREFIX}/health/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "iceberg-table-health",
+        }
+    ]

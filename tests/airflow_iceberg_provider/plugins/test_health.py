@@ -1,0 +1,130 @@
+"""The table health page's API, through Airflow's own API server app with the provider's plugin mounted: the tables
+the DAGs touch, each one's health from a real table (SQLite catalog), login and no credential in any answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+
+import pyarrow as pa
+import pytest
+from pyiceberg.table.snapshots import Operation
+
+from airflow_iceberg_provider.plugins.urls import URL_PREFIX
+from spark_jobs.engine.commit.committer import commit_change
+from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+from spark_jobs.engine.write.file_entries import to_data_file
+from spark_jobs.engine.write.write_context import WriteContext, write_data
+from tests.support.airflow_env import register_dag
+
+pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_db")]
+TABLE = "health_api.events"
+
+
+@pytest.fixture(scope="module")
+def api_app() -> object:
+    from airflow.api_fastapi.app import create_app
+
+    return create_app()
+
+
+def _client(api_app, token: str | None) -> object:
+    from fastapi.testclient import TestClient
+
+    cookies = {"_token": token} if token else {}
+    return TestClient(api_app, base_url="http://localhost:8080", cookies=cookies)
+
+
+@pytest.fixture
+def logged_in(api_app) -> Iterator[object]:
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+
+    token = get_auth_manager().generate_jwt(SimpleAuthManagerUser(username="admin", role="admin"))
+    with _client(api_app, token) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def health_table(testing_catalog) -> str:
+    """Partitioned by category: 40 small appends in ``a`` (Glue's and Amoro's file rules), one in ``b``, then a
+    compaction of ``b``'s file (a ``replace``); declared by a DAG's task as its outlet."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    testing_catalog.create_namespace_if_not_exists("health_api")
+    if testing_catalog.table_exists(TABLE):
+        testing_catalog.drop_table(TABLE)
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "category", StringType()))
+    spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="category"))
+    table = testing_catalog.create_table(
+        TABLE, schema, partition_spec=spec, properties={"write.target-file-size-bytes": str(64 * 1024 * 1024)}
+    )
+    files = []
+    for index in range(40):
+        data = pa.table({"id": pa.array([index], pa.int64()), "category": ["a" if index else "b"]})
+        written = [to_data_file(item) for item in write_data(data, WriteContext.for_table(table), f"t{index}")]
+        commit_change(table, SnapshotChange(Operation.APPEND, added_data_files=written))
+        files += written
+    b_file = next(f for f in files if f.partition[0] == "b")
+    rewritten = [
+        to_data_file(item)
+        for item in write_data(
+            pa.table({"id": pa.array([0], pa.int64()), "category": ["b"]}), WriteContext.for_table(table), "c"
+        )
+    ]
+    change = SnapshotChange(Operation.REPLACE, added_data_files=rewritten, removed_data_file_paths={b_file.file_path})
+    commit_change(table, change)
+
+    from airflow.sdk import DAG
+    from airflow.sdk.bases.operator import BaseOperator
+
+    from airflow_iceberg_provider.assets import iceberg_table_asset
+
+    with DAG("health_api_dag", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
+        BaseOperator(task_id="touch", outlets=[iceberg_table_asset("testing", TABLE)])
+    register_dag(dag)
+    return TABLE
+
+
+def test_the_page_and_its_script_need_a_session(api_app) -> None:
+    with _client(api_app, None) as client:
+        assert client.get(f"{URL_PREFIX}/health/api/tables").status_code == 401
+
+
+def test_the_page_runs_only_its_own_script(logged_in) -> None:
+    page = logged_in.get(f"{URL_PREFIX}/health/")
+    assert page.status_code == 200 and '<script src="health.js">' in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    script = logged_in.get(f"{URL_PREFIX}/health/health.js")
+    assert script.status_code == 200 and "drawTable" in script.text
+
+
+def test_the_tables_the_dags_touch_and_each_ones_health(logged_in, health_table: str) -> None:
+    listed = logged_in.get(f"{URL_PREFIX}/health/api/tables").json()["tables"]
+    assert {"catalog": "testing", "table": health_table, "dags": ["health_api_dag"]} in listed
+    answer = logged_in.get(f"{URL_PREFIX}/health/api/tables/testing/health_api/events")
+    assert answer.status_code == 200, answer.text
+    health = answer.json()
+    assert health["totals"]["data_files"] == 40 and health["totals"]["small_data_files"] == 40
+    by_name = {p["partition"]: p for p in health["partitions"]}
+    assert by_name["category=a"]["rules"] == ["amoro_fragments"]  # 39 fragments >= 12; not > 100 small files
+    assert by_name["category=b"]["rules"] == []
+    assert health["partitions_reaching"] == {"glue": 0, "amoro_fragments": 1, "amoro_deletes": 0}
+    assert sum(bin_["files"] for bin_ in health["size_histogram"]) == 40
+    assert len(health["history"]) == 41 and health["history"][-1]["operation"] == "replace"
+    (compaction,) = health["compactions"]
+    assert (compaction["data_files_removed"], compaction["data_files_added"]) == (1, 1)
+
+
+def test_an_unknown_table_is_404_and_a_failing_catalog_echoes_no_credential(logged_in, monkeypatch) -> None:
+    assert logged_in.get(f"{URL_PREFIX}/health/api/tables/testing/health_api/missing").status_code == 404
+    secret = "s3cr3t-catalog-password"
+    connection = {"conn_type": "iceberg", "host": "http://127.0.0.1:9", "login": "client", "password": secret}
+    monkeypatch.setenv("AIRFLOW_CONN_BROKEN_CATALOG", json.dumps(connection))
+    answer = logged_in.get(f"{URL_PREFIX}/health/api/tables/broken_catalog/ns/t")
+    assert answer.status_code == 502
+    assert secret not in answer.text and "could not be read" in answer.text
