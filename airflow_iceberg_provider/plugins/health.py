@@ -7,8 +7,9 @@
    computed from its metadata and manifests and cached per metadata file (``GET .../api/tables/<catalog>/<ns>/<t>``).
 3. The page (``health.html`` and ``health.js``, shipped with the package) asks for the list, then for the tables
    six at a time, and draws each as SVG charts as it arrives.
-4. The catalog of a table's URI is the connection of that id when there is one, else the provider's connection
-   (``ICEBERG_PROVIDER_ICEBERG_CONN_ID``) under that catalog name, else pyiceberg's configuration of the name. No
+4. The catalog of a table's URI is the connection of that id when there is one, else pyiceberg's configuration of
+   the name where the API server has one, else the provider's connection (``ICEBERG_PROVIDER_ICEBERG_CONN_ID``)
+   under that catalog name. No
    catalog or storage property is ever sent back; a failure answers with its kind and the table's name, the reason
    in the server's log with secrets masked.
 5. The user must be logged in to Airflow and allowed to read assets (the auth manager decides, as for the asset
@@ -113,18 +114,26 @@ def catalog_hook(catalog: str) -> Any:
     """The catalog hook for a URI's catalog name (module doc, step 4)."""
     from airflow.exceptions import AirflowNotFoundException
     from airflow.sdk.exceptions import AirflowNotFoundException as TaskNotFound
+    from pyiceberg.utils.config import Config
 
     from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
     from airflow_iceberg_provider.settings import ProviderSettings
 
-    for conn_id, name in ((catalog, None), (ProviderSettings.from_environment().iceberg_conn_id, catalog)):
+    def connection(conn_id: str, name: str | None) -> Any | None:
         hook = IcebergCatalogHook(iceberg_conn_id=conn_id, catalog_name=name)
         try:
             hook.catalog_properties()
         except (AirflowNotFoundException, TaskNotFound):
-            continue
+            return None
         return hook
-    return IcebergCatalogHook(iceberg_conn_id=None, catalog_name=catalog)
+
+    named = connection(catalog, None)
+    if named is not None:
+        return named
+    if Config().get_catalog_config(catalog) is not None:
+        return IcebergCatalogHook(iceberg_conn_id=None, catalog_name=catalog)
+    provider = connection(ProviderSettings.from_environment().iceberg_conn_id, catalog)
+    return provider or IcebergCatalogHook(iceberg_conn_id=None, catalog_name=catalog)
 
 
 @router.get("/api/tables/{catalog}/{namespace}/{table}", dependencies=ACCESS)

@@ -122,7 +122,7 @@ function ruleMap(health) {
     const text = `${RULE_LABELS[rule]}: ${count}`;
     chart.append(el("rect", { x, y: y - 8, width: 8, height: 8, fill: RULE_COLORS[rule] }));
     chart.append(el("text", { x: x + 11, y, class: "rule-count", "data-rule": rule }, text));
-    x += 110;
+    x += text.length * 6 + 24;
   }
   return chart;
 }

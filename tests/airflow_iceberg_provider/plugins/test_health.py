@@ -7,16 +7,11 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 
-import pyarrow as pa
 import pytest
-from pyiceberg.table.snapshots import Operation
 
 from airflow_iceberg_provider.plugins.urls import URL_PREFIX
-from spark_jobs.engine.commit.committer import commit_change
-from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.write.file_entries import to_data_file
-from spark_jobs.engine.write.write_context import WriteContext, write_data
 from tests.support.airflow_env import register_dag
+from tests.support.health_page import make_health_table
 
 pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_db")]
 TABLE = "health_api.events"
@@ -48,42 +43,13 @@ def logged_in(api_app) -> Iterator[object]:
 
 @pytest.fixture(scope="module")
 def health_table(testing_catalog) -> str:
-    """Partitioned by category: 40 small appends in ``a`` (Glue's and Amoro's file rules), one in ``b``, then a
-    compaction of ``b``'s file (a ``replace``); declared by a DAG's task as its outlet."""
-    from pyiceberg.partitioning import PartitionField, PartitionSpec
-    from pyiceberg.schema import Schema
-    from pyiceberg.transforms import IdentityTransform
-    from pyiceberg.types import LongType, NestedField, StringType
-
-    testing_catalog.create_namespace_if_not_exists("health_api")
-    if testing_catalog.table_exists(TABLE):
-        testing_catalog.drop_table(TABLE)
-    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "category", StringType()))
-    spec = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="category"))
-    table = testing_catalog.create_table(
-        TABLE, schema, partition_spec=spec, properties={"write.target-file-size-bytes": str(64 * 1024 * 1024)}
-    )
-    files = []
-    for index in range(40):
-        data = pa.table({"id": pa.array([index], pa.int64()), "category": ["a" if index else "b"]})
-        written = [to_data_file(item) for item in write_data(data, WriteContext.for_table(table), f"t{index}")]
-        commit_change(table, SnapshotChange(Operation.APPEND, added_data_files=written))
-        files += written
-    b_file = next(f for f in files if f.partition[0] == "b")
-    rewritten = [
-        to_data_file(item)
-        for item in write_data(
-            pa.table({"id": pa.array([0], pa.int64()), "category": ["b"]}), WriteContext.for_table(table), "c"
-        )
-    ]
-    change = SnapshotChange(Operation.REPLACE, added_data_files=rewritten, removed_data_file_paths={b_file.file_path})
-    commit_change(table, change)
-
+    """40 one-row appends (Amoro's fragment rule in one partition), a compaction; declared by a DAG's task."""
     from airflow.sdk import DAG
     from airflow.sdk.bases.operator import BaseOperator
 
     from airflow_iceberg_provider.assets import iceberg_table_asset
 
+    make_health_table(testing_catalog, TABLE)
     with DAG("health_api_dag", schedule=None, start_date=datetime(2026, 1, 1)) as dag:
         BaseOperator(task_id="touch", outlets=[iceberg_table_asset("testing", TABLE)])
     register_dag(dag)
