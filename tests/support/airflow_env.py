@@ -25,6 +25,15 @@ def migrate_airflow_db(timeout: float = 300) -> None:
         raise RuntimeError(f"airflow db migrate failed ({result.returncode}):\n{result.stderr[-3000:]}")
 
 
+def partitioned_scheduling() -> bool:
+    """Whether this Airflow schedules DAGs per partition (``PartitionedAssetTimetable``, Airflow 3.2+)."""
+    try:
+        from airflow.sdk import PartitionedAssetTimetable  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def path_with_spark_submit() -> str:
     """PATH with this interpreter's bin directory (holding pyspark's spark-submit) first."""
     return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])

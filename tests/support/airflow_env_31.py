@@ -146,7 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(load() or {"built": False, "root": str(env_root())}, indent=2))
         return 0
     if args.action == "tests":
-        return run(["python", "-m", "pytest", "-q", "-m", "not spark", *AIRFLOW_31_TESTS, *args.command])
+        marks = "not spark and not airflow33"
+        return run(
+            ["python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marks, *AIRFLOW_31_TESTS, *args.command]
+        )
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     return run(command)
 

@@ -162,6 +162,7 @@ class _StateStore:
         self.values[key] = value
 
 
+@pytest.mark.airflow33
 def test_on_a_shared_stream_the_cursor_moves_only_once_the_event_is_stored(testing_catalog, events_table) -> None:
     """Airflow 3.3+: driven by Airflow's own SharedStreamManager in ack mode, as the triggerer drives it. An event
     the triggerer never confirms stored fails the watcher (Airflow's ack timeout); started again, the watcher fires
