@@ -27,6 +27,8 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from spark_jobs.engine.ingest.batch_keys import rows_with_keys
+from spark_jobs.engine.parquet.key_bloom_probe import KeyBloomProbe
+from spark_jobs.engine.planning.metrics_filter import sorted_key_values
 from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_POSITION, ScanContext
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice
 from spark_jobs.engine.planning.splitting import (
@@ -242,8 +244,9 @@ def key_positions(
     """(file_path, pos, partition ordinal, key columns) of the live rows of ``files`` (each with its ordinal), and
     ``_row_id`` last when ``context`` reads it.
 
-    With ``batch_keys`` (the batch's distinct keys) only the rows holding one of them: the tasks filter with
-    pyarrow, so only the matched positions reach the JVM.
+    With ``batch_keys`` (the batch's distinct keys) only the rows holding one of them: a file whose bloom filters
+    prove it holds none of them is not read (``parquet.key_bloom_probe``), and the tasks filter with pyarrow, so
+    only the matched positions reach the JVM.
 
     ``context`` reads the key columns and ``_pos`` (``engine.ingest.live_files.key_scan_context``); whole files are
     packed into Spark tasks as a read packs them (split size, open-file cost: a task of many small files, not a Spark
@@ -281,8 +284,13 @@ def key_positions(
     def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         metrics = ScanMetrics()
         keys = None if shipped is None else shipped.value
+        probe = None if keys is None else key_bloom_probe(keys, context)
         for payload in task_payloads(batches, closed_over):
             for data_file, ordinal in pickle.loads(payload):
+                if probe is not None and not probe.file_may_hold_keys(
+                    data_file.path, data_file.file_size_in_bytes, context.io, metrics
+                ):
+                    continue
                 yield from _key_rows(data_file, ordinal, keys, metrics)
 
     def _key_rows(data_file: DataFileSlice, ordinal: int, keys: Any, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
@@ -303,6 +311,17 @@ def key_positions(
                 yield conform_batch(matched, spark_arrow)
 
     return task_frame.mapInArrow(read_keys, spark_schema)
+
+
+def key_bloom_probe(keys: pa.Table, context: ScanContext) -> KeyBloomProbe:
+    """The bloom-filter probe of the batch's keys, per key column by field id, values as the table holds them."""
+    values: dict[int, list[Any]] = {}
+    for name in keys.column_names:
+        field = context.read_schema.find_field(name)
+        sorted_values = sorted_key_values(keys.column(name).combine_chunks(), field.field_type)
+        if sorted_values is not None:
+            values[field.field_id] = sorted_values.tolist()
+    return KeyBloomProbe(values)
 
 
 def _rows_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:

@@ -107,6 +107,17 @@ class SplitBlockBloomFilter:
         """False only when the value with this PLAIN encoding was certainly never inserted."""
         return self.might_contain_hash(xxhash.xxh64_intdigest(plain_encoded, seed=0))
 
+    def might_contain_any_hash(self, hashes: np.ndarray) -> bool:
+        """False only when no value with one of these xxHash64 values (uint64) was inserted; all probed at once."""
+        if not len(hashes):
+            return False
+        blocks = ((hashes >> np.uint64(32)) * np.uint64(self.number_of_blocks)) >> np.uint64(32)
+        keys = hashes & np.uint64(0xFFFFFFFF)
+        bit_positions = ((keys[:, None] * _SALTS[None, :]) & np.uint64(0xFFFFFFFF)) >> np.uint64(27)
+        masks = np.left_shift(np.uint32(1), bit_positions.astype(np.uint32))
+        words = self.words[blocks.astype(np.int64)]
+        return bool(np.any(np.all((words & masks) != 0, axis=1)))
+
 
 class BlockReadingBloomFilter:
     """A split-block bloom filter read lazily: the header once, then only the 32-byte blocks probes land in.
