@@ -21,6 +21,9 @@ ERROR_PREFIX = "error: "
 RESULT_STATUS = "ok"
 
 _EVERY_RESULT = frozenset({"status", "job", "seconds"})
+# A read's, an aggregate's and a compaction's ``counters`` hold the scan's time per stage of the per-file read, as
+# ``<stage>_time_ns`` (nanoseconds, summed over files and tasks), for these stages in the order they run.
+SCAN_TIME_STAGES = ("footer", "statistics", "page_index", "bloom_filter", "deletes", "decode")
 RESULT_FIELDS: Mapping[str, frozenset[str]] = {
     "ingest": _EVERY_RESULT
     | {

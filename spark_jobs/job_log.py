@@ -5,7 +5,8 @@ The summary comes right before the result's JSON line:
    read or committed, and a read run in the driver without Spark;
 2. every count of rows, files and bytes the result carries, at its top level or in its ``counters``;
 3. what pruning skipped (the counters named ``*_pruned*``), or that it skipped nothing;
-4. the seconds: in all, Spark's start apart, then each phase.
+4. the scan's time per stage of the per-file read (the counters ``*_time_ns``, summed over files and tasks);
+5. the seconds: in all, Spark's start apart, then each phase.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
+
+from spark_jobs.job_contract import SCAN_TIME_STAGES
 
 log = logging.getLogger("spark_jobs")
 SPARK_START_PHASE = "spark_start"
@@ -88,6 +91,13 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
     if counters:
         pruned = [f"{_words(k)} {v:,}" for k, v in counters.items() if "pruned" in k and _is_count(v) and v]
         lines.append("pruning skipped: " + (", ".join(pruned) if pruned else "nothing"))
+    stage_times = [
+        f"{stage.replace('_', ' ')} {counters[f'{stage}_time_ns'] / 1e9:.2f}"
+        for stage in SCAN_TIME_STAGES
+        if _is_count(counters.get(f"{stage}_time_ns")) and counters[f"{stage}_time_ns"] > 0
+    ]
+    if stage_times:
+        lines.append(f"scan seconds per stage (all files and tasks): {', '.join(stage_times)}")
     seconds = result.get("seconds")
     if isinstance(seconds, Mapping) and seconds:
         spent = {name: float(value) for name, value in seconds.items() if isinstance(value, int | float)}

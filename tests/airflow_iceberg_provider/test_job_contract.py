@@ -61,3 +61,13 @@ def test_a_failure_the_job_reports_is_what_the_airflow_side_reads(capsys, error,
     assert output.error_reason == reason and output.result is None
     retried = exit_code != airflow_side.EXIT_USAGE
     assert retried is (error.__class__ is RuntimeError)
+
+
+def test_both_sides_name_the_same_timed_scan_stages_and_the_scan_counts_them() -> None:
+    from dataclasses import fields
+
+    from spark_jobs.engine.shared.metrics import SCAN_TIME_STAGES, ScanMetrics
+
+    assert airflow_side.SCAN_TIME_STAGES == job_side.SCAN_TIME_STAGES == SCAN_TIME_STAGES
+    counters = {f.name for f in fields(ScanMetrics)}
+    assert {f"{stage}_time_ns" for stage in SCAN_TIME_STAGES} <= counters

@@ -69,3 +69,11 @@ def test_sizes_read_as_a_person_would_say_them() -> None:
         "5.0 GiB",
         "3.0 TiB",
     ]
+
+
+def test_the_summary_shows_the_scans_seconds_per_stage() -> None:
+    result = {"status": "ok", "job": "read", "table": "ns.t", "snapshot_id": 1, "rows_out": 3, "seconds": {"read": 1.0}}
+    result["counters"] = {"rows_out": 3, "footer_time_ns": 2_000_000, "decode_time_ns": 1_500_000_000}
+    lines = summary_lines(result)
+    assert "scan seconds per stage (all files and tasks): footer 0.00, decode 1.50" in lines
+    assert not any("time ns" in line for line in lines)

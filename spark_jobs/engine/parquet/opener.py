@@ -1,6 +1,8 @@
 """Read one data file slice: build its access plan through every pruning stage, then decode what survives.
 
-``read_data_file`` is the executor's per-file entry point:
+``read_data_file`` is the executor's per-file entry point; ``DataFileOpener`` holds the read's settings and runs
+each step below as a method of its own (DataFusion's ``ParquetOpener``), each timed into the counters
+(``ScanMetrics``: footer, statistics, page index, bloom filters, deletes, decode):
 
 1. Get the footer from the cache, or else with one ranged read: on an object store and without a row filter through
    a fragment opened with the manifest's file size (no HEAD request, ``data_file_input``); otherwise through the
@@ -37,6 +39,7 @@ this count does not depend on the filter, except through pruning).
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -114,140 +117,261 @@ def read_data_file(
     ``context`` gives the read schema, the output fields, the row filter, the FileIO, the batch size and the table's
     name mapping (for files written without field ids); ``row_predicates`` are the equality delete sets.
     """
-    read_schema, output_schema = context.read_schema, context.output_schema
-    name_mapping_json = context.name_mapping_json
-    filter_node = translate_filter(context.bound_filter)
-    filtered = _is_filtering(filter_node)
-    with DataFileInput(context.io, data_file.path, data_file.file_size_in_bytes) as source:
-        footer, cache_hit, footer_bytes_read = source.footer(reads_index=filtered)
-        metrics.files_opened += 1
-        metrics.footer_cache_hits += int(cache_hit)
-        metrics.bytes_read += footer_bytes_read
-        metadata = footer.metadata
-        leaves, file_schema = _file_layout(footer, name_mapping_json)
-        resolver = FileColumnResolver(
-            read_schema,
-            file_schema,
-            leaves,
-            data_file.partition_constants,
-            (data_file.first_row_id, data_file.data_sequence_number),
-        )
-        field_statistics = FieldStatistics(metadata, resolver, leaves, read_schema)
+    return DataFileOpener(data_file, context, deleted_positions, row_predicates, metrics).read()
 
-        plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
-        metrics.row_groups_total += len(plan)
-        _prune_by_range(plan, metadata, data_file, metrics)
-        if filtered:
-            resolver.top_level_ids(referenced_field_ids(filter_node))  # rejects fields inside lists or maps
-            index_stream = TailedStream(lambda: source.stream, footer)  # opens the file only to read beyond memory
-            remote = not _is_local(data_file.path)
-            # A file opened for the first time in this process has its large bloom filters probed block by block;
-            # once it is hot (its footer cached), they are read whole and kept with the footer for later probes.
-            block_probes = remote and not cache_hit and _reads_bloom_blocks(plan, filter_node, footer, field_statistics)
-            if remote:
-                metrics.bytes_read += _prefetch_index_region(
-                    source, footer, filter_node, field_statistics, plan, whole_blooms=not block_probes
-                )
-            _prune_by_metadata(
-                plan,
-                filter_node,
-                footer=footer,
-                field_statistics=field_statistics,
-                stream=index_stream,
-                metrics=metrics,
-                fetch_bloom_blocks=block_probes,
+
+@dataclass
+class OpenedFile:
+    """A data file once its footer is known (step 1): the input, the footer, and how its columns map to fields."""
+
+    source: DataFileInput
+    footer: ParquetFooter
+    cache_hit: bool
+    resolver: FileColumnResolver
+    field_statistics: FieldStatistics
+
+    @property
+    def metadata(self) -> pq.FileMetaData:
+        """The file's Parquet metadata."""
+        return self.footer.metadata
+
+
+@dataclass(frozen=True)
+class Decoding:
+    """What decoding one file's units shares (step 6): the file, its plan, the remembered rejections, and how to
+    decode: on Arrow's threads, coalesced, by pages, or plainly."""
+
+    opened: OpenedFile
+    plan: AccessPlan
+    rejected_rows: FileRejectedRows
+    native_file: bool  # Arrow-native input: its ReadAt is thread-safe, so units may decode ahead on helper threads
+    pre_buffer: bool  # coalesce a call's column chunk reads into few ranged reads (object stores only)
+    read_at: Any  # a filtered read's ranged reader for kept rows' pages (``page_selection``), or None
+    row_group_bytes: dict[int, int]  # uncompressed bytes per scanned row group
+
+
+class DataFileOpener:
+    """The read of one data file slice, as DataFusion's ``ParquetOpener``: the read's settings (the slice, the
+    scan's context, its deletes and counters), then one method per step of the module doc, each a stage over the
+    one access plan. Each step adds its time to the counters (``ScanMetrics.timed``)."""
+
+    def __init__(
+        self,
+        data_file: DataFileSlice,
+        context: ScanContext,
+        deleted_positions: DeletedPositions,
+        row_predicates: Sequence[RowPredicate],
+        metrics: ScanMetrics,
+    ) -> None:
+        self.data_file = data_file
+        self.context = context
+        self.deleted_positions = deleted_positions
+        self.row_predicates = row_predicates
+        self.metrics = metrics
+        self.output_ids = list(context.output_field_ids)
+
+    def read(self) -> Iterator[pa.RecordBatch]:
+        """The steps of the module doc, in order; batches out."""
+        filter_node = translate_filter(self.context.bound_filter)
+        filtered = _is_filtering(filter_node)
+        data_file = self.data_file
+        with DataFileInput(self.context.io, data_file.path, data_file.file_size_in_bytes) as source:
+            opened = self.open_footer(source, filtered)
+            plan = self.start_access_plan(opened)
+            if filtered:
+                self.prune_by_metadata(opened, plan, filter_node)
+            with self.metrics.timed("deletes"):
+                if self.deleted_positions.count:
+                    self.apply_deleted_positions(plan)
+                predicates = self.predicates_per_row_group(opened, plan, filter_node)
+            units = self.decoding_units(opened, plan, predicates)
+            yield from self.decode(opened, plan, predicates, units, filtered)
+
+    def open_footer(self, source: DataFileInput, filtered: bool) -> OpenedFile:
+        """Step 1: the footer from the cache or one ranged read, and the file's columns resolved to fields."""
+        with self.metrics.timed("footer"):
+            footer, cache_hit, footer_bytes_read = source.footer(reads_index=filtered)
+            self.metrics.files_opened += 1
+            self.metrics.footer_cache_hits += int(cache_hit)
+            self.metrics.bytes_read += footer_bytes_read
+            leaves, file_schema = _file_layout(footer, self.context.name_mapping_json)
+            resolver = FileColumnResolver(
+                self.context.read_schema,
+                file_schema,
+                leaves,
+                self.data_file.partition_constants,
+                (self.data_file.first_row_id, self.data_file.data_sequence_number),
             )
-            metrics.bytes_read -= index_stream.bytes_from_tail  # the stages count what they read; these were free
-        if deleted_positions.count:
-            _select_undeleted_rows(plan, deleted_positions, metrics)
+            field_statistics = FieldStatistics(footer.metadata, resolver, leaves, self.context.read_schema)
+        return OpenedFile(source, footer, cache_hit, resolver, field_statistics)
 
-        scanned = list(plan.scanned_row_groups())
-        predicates_by_row_group = {
-            row_group: _predicates_to_evaluate(filter_node, row_predicates, row_group, field_statistics)
-            for row_group in scanned
-        }
-        rejected_rows = FileRejectedRows(
-            (data_file.path, data_file.file_size_in_bytes, hash(footer.footer_bytes), name_mapping_json)
+    def start_access_plan(self, opened: OpenedFile) -> AccessPlan:
+        """Step 2: every row group scanned, then those whose first byte lies outside the slice skipped."""
+        metadata = opened.metadata
+        plan = AccessPlan([metadata.row_group(index).num_rows for index in range(metadata.num_row_groups)])
+        self.metrics.row_groups_total += len(plan)
+        _prune_by_range(plan, metadata, self.data_file, self.metrics)
+        return plan
+
+    def prune_by_metadata(self, opened: OpenedFile, plan: AccessPlan, filter_node: FilterNode) -> None:
+        """Step 3: statistics, the page index, then bloom filters, each for the row groups the others left."""
+        metrics, footer = self.metrics, opened.footer
+        opened.resolver.top_level_ids(referenced_field_ids(filter_node))  # rejects fields inside lists or maps
+        index_stream = TailedStream(lambda: opened.source.stream, footer)  # opens the file only to read beyond memory
+        remote = not _is_local(self.data_file.path)
+        # A file opened for the first time in this process has its large bloom filters probed block by block; once
+        # it is hot (its footer cached), they are read whole and kept with the footer for later probes.
+        block_probes = (
+            remote and not opened.cache_hit and _reads_bloom_blocks(plan, filter_node, footer, opened.field_statistics)
         )
-        if row_predicates:
-            _apply_remembered_rejections(plan, predicates_by_row_group, rejected_rows, metrics)
-            scanned = [row_group for row_group in scanned if plan.should_scan(row_group)]
-        output_top_level_ids = list(context.output_field_ids)
-        units = _read_units(scanned, predicates_by_row_group, metadata, resolver, output_top_level_ids)
+        if remote:
+            with metrics.timed("page_index"):  # one request for the filter columns' index region
+                metrics.bytes_read += _prefetch_index_region(
+                    opened.source, footer, filter_node, opened.field_statistics, plan, whole_blooms=not block_probes
+                )
+        _prune_by_metadata(
+            plan,
+            filter_node,
+            footer=footer,
+            field_statistics=opened.field_statistics,
+            stream=index_stream,
+            metrics=metrics,
+            fetch_bloom_blocks=block_probes,
+        )
+        metrics.bytes_read -= index_stream.bytes_from_tail  # the stages count what they read; these were free
+
+    def apply_deleted_positions(self, plan: AccessPlan) -> None:
+        """Step 4: each row group's deleted positions into the plan; a row group all deleted is skipped unread."""
+        _select_undeleted_rows(plan, self.deleted_positions, self.metrics)
+
+    def predicates_per_row_group(
+        self, opened: OpenedFile, plan: AccessPlan, filter_node: FilterNode
+    ) -> dict[int, list[RowPredicate]]:
+        """Step 5: per scanned row group, the equality delete sets and the filter conjuncts its statistics do not
+        prove; the rows an equality delete set is remembered to reject become deleted positions instead."""
+        predicates_by_row_group = {
+            row_group: _predicates_to_evaluate(filter_node, self.row_predicates, row_group, opened.field_statistics)
+            for row_group in plan.scanned_row_groups()
+        }
+        if self.row_predicates:
+            _apply_remembered_rejections(plan, predicates_by_row_group, self._rejected_rows(opened), self.metrics)
+        return predicates_by_row_group
+
+    def decoding_units(
+        self, opened: OpenedFile, plan: AccessPlan, predicates: dict[int, list[RowPredicate]]
+    ) -> list[list[int]]:
+        """Step 6, the cut: the row groups still scanned, as units decoded by one call each (``_read_units``)."""
+        scanned = [row_group for row_group in predicates if plan.should_scan(row_group)]
+        return _read_units(scanned, predicates, opened.metadata, opened.resolver, self.output_ids)
+
+    def decode(
+        self,
+        opened: OpenedFile,
+        plan: AccessPlan,
+        predicates: dict[int, list[RowPredicate]],
+        units: list[list[int]],
+        filtered: bool,
+    ) -> Iterator[pa.RecordBatch]:
+        """Steps 6 and 7: decode the units (ahead, on helper threads, for Arrow-native files), then batches out."""
+        source, metrics = opened.source, self.metrics
         # Here, before any helper thread decodes, the stream is opened when decoding needs one.
-        native_file = bool(units) and source.decodes_on_arrow_threads(footer)
+        native_file = bool(units) and source.decodes_on_arrow_threads(opened.footer)
         # pre_buffer coalesces the column chunk reads of one call into few ranged reads: for object stores; on a
         # local disk it only adds a copy.
-        pre_buffer = native_file and not _is_local(data_file.path)
-        # On an object store, a filtered read of an open stream that reads ranges on any thread may read the pages
-        # holding a few kept rows instead of whole column chunks (``page_selection``).
-        read_at = getattr(source.stream, "read_at", None) if filtered and pre_buffer and source.is_open else None
-        plan_sizes = {row_group: metadata.row_group(row_group).total_byte_size for row_group in scanned}
+        pre_buffer = native_file and not _is_local(self.data_file.path)
+        decoding = Decoding(
+            opened=opened,
+            plan=plan,
+            rejected_rows=self._rejected_rows(opened),
+            native_file=native_file,
+            pre_buffer=pre_buffer,
+            # On an object store, a filtered read of an open stream that reads ranges on any thread may read the
+            # pages holding a few kept rows instead of whole column chunks (``page_selection``).
+            read_at=getattr(source.stream, "read_at", None) if filtered and pre_buffer and source.is_open else None,
+            row_group_bytes={rg: opened.metadata.row_group(rg).total_byte_size for unit in units for rg in unit},
+        )
 
         def decode_unit(unit: list[int], unit_metrics: ScanMetrics) -> tuple[pa.Table | None, ScanMetrics]:
-            # Own reader (and, when decoding ahead, own counters) per call: units may decode on several threads.
-            # Arrow's threads (pre-buffering, parallel column decoding) are used for Arrow-native files only: with a
-            # Python file object they may still hold it at interpreter exit and abort the process.
-            parquet_file = source.row_groups(footer, pre_buffer=pre_buffer)
-            # Arrow's threads cost more than they give on small units (a small file's single row group).
-            threaded = native_file and sum(plan_sizes[row_group] for row_group in unit) >= THREADED_DECODE_MIN_BYTES
-            columns = RowGroupColumns(parquet_file, unit, resolver, unit_metrics, data_file.path, use_threads=threaded)
-            predicates = predicates_by_row_group[unit[0]]
-            remote_and_small = pre_buffer and (
-                sum(resolver.compressed_bytes(metadata.row_group(rg), output_top_level_ids) for rg in unit)
-                <= REMOTE_EAGER_MAX_BYTES
-            )
-            if not _needs_late_materialization(predicates) or remote_and_small:
-                # Nothing here is likely to drop the whole unit (or, on an object store, a second request would cost
-                # more than the bytes late materialization may save): decode every column it needs in one call.
-                columns.load([*output_top_level_ids, *resolver.top_level_ids(_field_ids_of(predicates))])
-            row_counts = [plan.row_group_num_rows[row_group] for row_group in unit]
-
-            def remember(predicate: RowPredicate, keep: np.ndarray) -> None:
-                rejected_rows.remember(unit, row_counts, predicate, keep)
-
-            keep = surviving_rows(
-                columns, plan.run_selection(unit), predicates, resolver, unit_metrics, on_whole_mask=remember
-            )
-            if keep is not None and not keep.any():
-                return None, unit_metrics
-            by_pages = (
-                _read_kept_rows_by_pages(
-                    footer, unit, keep, columns, output_ids=output_top_level_ids, read_at=read_at, metrics=unit_metrics
-                )
-                if read_at is not None and keep is not None
-                else {}
-            )
-            columns.load([field_id for field_id in output_top_level_ids if field_id not in by_pages])
-            arrays = [
-                by_pages[field_id] if field_id in by_pages else columns.columns[field_id]
-                for field_id in output_top_level_ids
-            ]
-            if keep is not None:
-                arrays = [
-                    array if field_id in by_pages else select_rows(array, keep)
-                    for field_id, array in zip(output_top_level_ids, arrays, strict=True)
-                ]
-            return pa.Table.from_arrays(arrays, schema=output_schema), unit_metrics
+            with unit_metrics.timed("decode"):
+                table = self.decode_unit(decoding, predicates[unit[0]], unit, unit_metrics)
+            return table, unit_metrics
 
         # Decode the next units on helper threads while this one is consumed (each call has its own reader and
         # counters). Only Arrow-native files, whose ReadAt is thread-safe, are shared so.
-        read_ahead = len(units) > 1 and native_file
         decoded: Generator[tuple[pa.Table | None, ScanMetrics], None, None]
-        if read_ahead:
+        if len(units) > 1 and native_file:
             decoded = map_ahead(lambda unit: decode_unit(unit, ScanMetrics()), units)
         else:
             decoded = (decode_unit(unit, metrics) for unit in units)
         try:
-            for table, row_group_metrics in decoded:
-                if row_group_metrics is not metrics:
-                    metrics.merge(row_group_metrics)
+            for table, unit_metrics in decoded:
+                if unit_metrics is not metrics:
+                    metrics.merge(unit_metrics)
                 if table is None:
                     continue
                 metrics.rows_out += table.num_rows
-                yield from table.to_batches(max_chunksize=context.batch_size)
+                yield from table.to_batches(max_chunksize=self.context.batch_size)
         finally:
             decoded.close()  # a consumer that stops early: let decoding threads finish before the file closes
+
+    def decode_unit(
+        self, decoding: Decoding, predicates: list[RowPredicate], unit: list[int], unit_metrics: ScanMetrics
+    ) -> pa.Table | None:
+        """One unit (module doc, step 6): its predicates on the rows the plan selects, then the output columns of
+        the surviving rows; ``None`` when no row survives. Own reader and counters per call: units may decode on
+        several threads."""
+        opened, plan, output_ids = decoding.opened, decoding.plan, self.output_ids
+        resolver, metadata = opened.resolver, opened.metadata
+        # Arrow's threads (pre-buffering, parallel column decoding) are used for Arrow-native files only: with a
+        # Python file object they may still hold it at interpreter exit and abort the process.
+        parquet_file = opened.source.row_groups(opened.footer, pre_buffer=decoding.pre_buffer)
+        # Arrow's threads cost more than they give on small units (a small file's single row group).
+        unit_bytes = sum(decoding.row_group_bytes[row_group] for row_group in unit)
+        threaded = decoding.native_file and unit_bytes >= THREADED_DECODE_MIN_BYTES
+        columns = RowGroupColumns(parquet_file, unit, resolver, unit_metrics, self.data_file.path, use_threads=threaded)
+        remote_and_small = decoding.pre_buffer and (
+            sum(resolver.compressed_bytes(metadata.row_group(rg), output_ids) for rg in unit) <= REMOTE_EAGER_MAX_BYTES
+        )
+        if not _needs_late_materialization(predicates) or remote_and_small:
+            # Nothing here is likely to drop the whole unit (or, on an object store, a second request would cost
+            # more than the bytes late materialization may save): decode every column it needs in one call.
+            columns.load([*output_ids, *resolver.top_level_ids(_field_ids_of(predicates))])
+        row_counts = [plan.row_group_num_rows[row_group] for row_group in unit]
+
+        def remember(predicate: RowPredicate, keep: np.ndarray) -> None:
+            decoding.rejected_rows.remember(unit, row_counts, predicate, keep)
+
+        keep = surviving_rows(
+            columns, plan.run_selection(unit), predicates, resolver, unit_metrics, on_whole_mask=remember
+        )
+        if keep is not None and not keep.any():
+            return None
+        by_pages = (
+            _read_kept_rows_by_pages(
+                opened.footer,
+                unit,
+                keep,
+                columns,
+                output_ids=output_ids,
+                read_at=decoding.read_at,
+                metrics=unit_metrics,
+            )
+            if decoding.read_at is not None and keep is not None
+            else {}
+        )
+        columns.load([field_id for field_id in output_ids if field_id not in by_pages])
+        arrays = [by_pages[field_id] if field_id in by_pages else columns.columns[field_id] for field_id in output_ids]
+        if keep is not None:
+            arrays = [
+                array if field_id in by_pages else select_rows(array, keep)
+                for field_id, array in zip(output_ids, arrays, strict=True)
+            ]
+        return pa.Table.from_arrays(arrays, schema=self.context.output_schema)
+
+    def _rejected_rows(self, opened: OpenedFile) -> FileRejectedRows:
+        """The process's memory of the rows each equality delete set rejected in this file (by its identity)."""
+        key = (self.data_file.path, self.data_file.file_size_in_bytes, hash(opened.footer.footer_bytes))
+        return FileRejectedRows((*key, self.context.name_mapping_json))
 
 
 def reads_index_structures(context: ScanContext) -> bool:
@@ -330,23 +454,26 @@ def _prune_by_metadata(
             metrics.row_groups_pruned_by_statistics += 1
         return
     leaf_of_field = field_statistics.leaf_of_field
-    prune_by_statistics(plan, filter_node, field_statistics.bounds_of, metrics)
+    with metrics.timed("statistics"):
+        prune_by_statistics(plan, filter_node, field_statistics.bounds_of, metrics)
     index_stream: Any = stream  # the index readers take any seekable stream
-    prune_by_page_index(
-        plan, filter_node, footer=footer, leaf_of_field=leaf_of_field, stream=index_stream, metrics=metrics
-    )
-    if fetch_bloom_blocks:
-        ranges = probe_block_ranges(plan, filter_node, metadata=footer.metadata, leaf_of_field=leaf_of_field)
-        metrics.bytes_read += stream.fetch_ranges(ranges)
-    prune_by_bloom_filters(
-        plan,
-        filter_node,
-        metadata=footer.metadata,
-        leaf_of_field=leaf_of_field,
-        stream=index_stream,
-        source=footer.path,
-        metrics=metrics,
-    )
+    with metrics.timed("page_index"):
+        prune_by_page_index(
+            plan, filter_node, footer=footer, leaf_of_field=leaf_of_field, stream=index_stream, metrics=metrics
+        )
+    with metrics.timed("bloom_filter"):
+        if fetch_bloom_blocks:
+            ranges = probe_block_ranges(plan, filter_node, metadata=footer.metadata, leaf_of_field=leaf_of_field)
+            metrics.bytes_read += stream.fetch_ranges(ranges)
+        prune_by_bloom_filters(
+            plan,
+            filter_node,
+            metadata=footer.metadata,
+            leaf_of_field=leaf_of_field,
+            stream=index_stream,
+            source=footer.path,
+            metrics=metrics,
+        )
 
 
 def _filter_leaf_indexes(filter_node: FilterNode, field_statistics: FieldStatistics) -> set[int]:
@@ -542,4 +669,4 @@ def _predicates_to_evaluate(
     return [*row_predicates, *(conjunct for conjunct in filter_conjuncts(filter_node) if not proven(conjunct))]
 
 
-__all__ = ["read_data_file", "reads_index_structures", "row_group_start_offset"]
+__all__ = ["DataFileOpener", "read_data_file", "reads_index_structures", "row_group_start_offset"]
