@@ -39,8 +39,14 @@ class ReadRequest:
         return {"snapshot_id": self.snapshot_id, "ref": self.ref, "as_of": self.as_of}
 
 
-def _rounded(seconds: dict[str, float]) -> dict[str, float]:
-    return {name: round(value, 3) for name, value in seconds.items()}
+def _read_line(
+    table: str, snapshot_id: int | None, fields: dict[str, Any], ran_in: RanIn, seconds: dict[str, float]
+) -> dict[str, Any]:
+    """A read result's JSON line: what every mode says (status, job, table, snapshot), its own ``fields`` (counters
+    and ``rows_out`` among them), where it ran, and its seconds rounded to milliseconds."""
+    head = {"status": "ok", "job": "read", "table": table, "snapshot_id": snapshot_id}
+    rounded = {name: round(value, 3) for name, value in seconds.items()}
+    return {**head, **fields, "ran_in": ran_in, "seconds": rounded}
 
 
 @dataclass(frozen=True)
@@ -57,18 +63,10 @@ class ExportResult:
 
     def as_json(self) -> dict[str, Any]:
         """The job's final JSON line."""
-        return {
-            "status": "ok",
-            "job": "read",
-            "table": self.table,
-            "snapshot_id": self.snapshot_id,
-            "output": self.output,
-            "output_format": self.output_format,
-            "counters": self.counters,
-            "rows_out": self.counters["rows_out"],
-            "ran_in": self.ran_in,
-            "seconds": _rounded(self.seconds),
-        }
+        fields = {"output": self.output, "output_format": self.output_format, "counters": self.counters}
+        return _read_line(
+            self.table, self.snapshot_id, {**fields, "rows_out": self.counters["rows_out"]}, self.ran_in, self.seconds
+        )
 
 
 @dataclass(frozen=True)
@@ -84,19 +82,8 @@ class CountResult:
 
     def as_json(self) -> dict[str, Any]:
         """The job's final JSON line (no output: ``rows_out`` is the count)."""
-        return {
-            "status": "ok",
-            "job": "read",
-            "table": self.table,
-            "snapshot_id": self.snapshot_id,
-            "count": self.count,
-            "output": None,
-            "output_format": None,
-            "counters": self.counters,
-            "rows_out": self.count,
-            "ran_in": self.ran_in,
-            "seconds": _rounded(self.seconds),
-        }
+        fields = {"count": self.count, "output": None, "output_format": None, "counters": self.counters}
+        return _read_line(self.table, self.snapshot_id, {**fields, "rows_out": self.count}, self.ran_in, self.seconds)
 
 
 @dataclass(frozen=True)
@@ -112,16 +99,6 @@ class AggregateResult:
 
     def as_json(self) -> dict[str, Any]:
         """The job's final JSON line (``rows_out``: the rows aggregated, deletes and filter applied)."""
-        return {
-            "status": "ok",
-            "job": "read",
-            "table": self.table,
-            "snapshot_id": self.snapshot_id,
-            "output": None,
-            "output_format": None,
-            "aggregates": self.aggregates,
-            "counters": self.counters,
-            "rows_out": self.counters["rows_aggregated"],
-            "ran_in": self.ran_in,
-            "seconds": _rounded(self.seconds),
-        }
+        fields = {"output": None, "output_format": None, "aggregates": self.aggregates, "counters": self.counters}
+        rows = self.counters["rows_aggregated"]
+        return _read_line(self.table, self.snapshot_id, {**fields, "rows_out": rows}, self.ran_in, self.seconds)
