@@ -25,7 +25,6 @@ import logging
 import pickle
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
 from pyiceberg.table import Table
@@ -44,6 +43,7 @@ from spark_jobs.engine.compaction.rewrite_tasks import (
     rewrite_task,
 )
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.job_files import delete_leftovers
 from spark_jobs.spark.scan import ScanMetricsParam, task_payloads, task_rows
 from spark_jobs.spark.shuffle_rewrite import run_shuffle_wave
@@ -70,7 +70,7 @@ def rewrite_groups(
     """Rewrite ``groups`` on the executors, a wave of groups per Spark job (module doc, step 2); nothing committed."""
     tasks = plan_rewrite_tasks(table, groups)
     contexts = rewrite_contexts(table, plan, tasks)
-    written_by_group: dict[int, list[dict[str, Any]]] = {group.global_index: [] for group in groups}
+    written_by_group: dict[int, list[WrittenFile]] = {group.global_index: [] for group in groups}
     try:
         for wave in rewrite_waves(groups, plan.options.max_concurrent_file_group_rewrites):
             in_wave = {group.global_index for group in wave}
@@ -94,7 +94,7 @@ def rewrite_groups(
 
 def _run_wave(
     spark: SparkSession, tasks: list[RewriteTask], contexts: RewriteContexts, counters: ScanMetrics | None
-) -> list[tuple[int, dict[str, Any]]]:
+) -> list[tuple[int, WrittenFile]]:
     """Run ``tasks`` as one Spark job (one Spark task each); (group index, written file) pairs."""
     accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
     payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
@@ -172,14 +172,14 @@ def _rewrite_and_commit(
     log.info("rewrite of %d file groups of %s ...", len(batch), plan.table_name)
     try:
         rewrites, contexts = rewrite_groups(spark, table, plan, batch, outcome.counters, outcome=outcome)
-        named = {item["file_path"] for rewrite in rewrites for item in rewrite.written}
+        named = {item.file_path for rewrite in rewrites for item in rewrite.written}
         log.info("rewrite done in %.1f s (%d files written); commit ...", time.perf_counter() - started, len(named))
         outcome.seconds["rewrite"] += time.perf_counter() - started
         started = time.perf_counter()
         result, removed_deletes = commit_group_rewrites(table, plan, rewrites, replaced_before=replaced)
         outcome.seconds["commit"] += time.perf_counter() - started
         log.info("commit done: snapshot %s", result.snapshot_id)
-        outcome.rows_written += sum(item["record_count"] for rewrite in rewrites for item in rewrite.written)
+        outcome.rows_written += sum(item.record_count for rewrite in rewrites for item in rewrite.written)
         return result, removed_deletes
     finally:
         if contexts is not None:

@@ -89,6 +89,7 @@ from spark_jobs.engine.planning.scan_context import ROW_ID, row_lineage_fields, 
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.table.catalog import load_catalog
+from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.job_files import delete_leftovers
 from spark_jobs.engine.write.parquet_source import ParquetSource, plan_parquet_source, source_summary
 from spark_jobs.engine.write.schema_check import SchemaCheck
@@ -96,7 +97,6 @@ from spark_jobs.engine.write.write_context import WriteContext
 from spark_jobs.spark.scan import dataframe_from_tasks
 from spark_jobs.spark.types import arrow_schema_of, spark_types_of
 from spark_jobs.spark.write import (
-    DELETED_FROM_KEY,
     ORDINAL_COLUMN,
     conform_dataframe,
     key_positions,
@@ -121,7 +121,7 @@ class _Job:
     rows: DataFrame | ParquetSource  # a ParquetSource in append and dynamic overwrite only
     options: IngestOptions
     context: WriteContext
-    written: list[dict[str, Any]]
+    written: list[WrittenFile]
     outcome: IngestOutcome
     batch_keys: pa.Table | None = None  # the batch's distinct keys, collected by the checks (upsert and delete)
 
@@ -166,7 +166,7 @@ def ingest(
         rows = source  # the writer conforms Arrow batches itself
     else:
         rows = conform_dataframe(source, checked.schema, spark_types_of(checked.schema))
-    written: list[dict[str, Any]] = []
+    written: list[WrittenFile] = []
     result: CommitResult | None = None
     try:
         started = time.perf_counter()
@@ -185,14 +185,14 @@ def ingest(
         outcome.phases["commit"] = time.perf_counter() - started
         log.info("commit done in %.1f s", outcome.phases["commit"])
     except CommitOutcomeUnknownError:
-        delete_leftovers(context.table_location, context.write_id, {item["file_path"] for item in written}, table.io)
+        delete_leftovers(context.table_location, context.write_id, {item.file_path for item in written}, table.io)
         raise
     except BaseException:
         # Nothing was committed: every file of the write goes (a file that cannot be deleted is logged by name).
-        delete_quietly(table, [item["file_path"] for item in written])
+        delete_quietly(table, [item.file_path for item in written])
         delete_leftovers(context.table_location, context.write_id, set(), table.io)
         raise
-    committed = set() if result is None or result.already_committed else {item["file_path"] for item in written}
+    committed = set() if result is None or result.already_committed else {item.file_path for item in written}
     delete_leftovers(context.table_location, context.write_id, committed, table.io)
     partitions = _partitions_changed(table, result)
     return ingest_result(table_name, options, result, outcome, start_id=start_id, partitions=partitions)
@@ -276,7 +276,7 @@ def _dataframe(rows: DataFrame | ParquetSource) -> DataFrame:
     return rows
 
 
-def _write_rows(spark: SparkSession, rows: DataFrame | ParquetSource, context: WriteContext) -> list[dict[str, Any]]:
+def _write_rows(spark: SparkSession, rows: DataFrame | ParquetSource, context: WriteContext) -> list[WrittenFile]:
     """Write the source rows as data files, from a DataFrame or straight from Parquet source files."""
     if isinstance(rows, ParquetSource):
         return write_parquet_source(spark, rows, context)
@@ -482,8 +482,8 @@ def _row_level(job: _Job) -> SnapshotChange | None:
             # One job: the files written say which data files they name and how many positions they hold.
             deletes = write_position_deletes(matched, context, partitions)
             job.written += deletes
-            job.outcome.rows_deleted = sum(item["record_count"] for item in deletes)
-            required = {path for item in deletes for path in item[DELETED_FROM_KEY]}
+            job.outcome.rows_deleted = sum(item.record_count for item in deletes)
+            required = {path for item in deletes for path in item.deleted_from_data_files}
         else:
             matched = matched_rows = matched.cache()
             job.outcome.rows_deleted = matched.count()
@@ -491,7 +491,7 @@ def _row_level(job: _Job) -> SnapshotChange | None:
                 live = {f.path: f for f in files}
                 vectors = write_deletion_vectors(matched, context, partitions, live)
                 job.written += vectors
-                required = {item["referenced_data_file"] for item in vectors}
+                required = {item.referenced_data_file for item in vectors if item.referenced_data_file is not None}
                 replaced_vectors = {
                     (dv.path, dv.content_offset) for path in required if (dv := live[path].deletion_vector) is not None
                 }

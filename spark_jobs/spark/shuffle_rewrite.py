@@ -39,6 +39,7 @@ from spark_jobs.engine.compaction.shuffle_tasks import (
 )
 from spark_jobs.engine.compaction.strategy import RewriteStrategy
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.spark.scan import ScanMetricsParam
 from spark_jobs.spark.write import task_attempt_tag
 
@@ -51,7 +52,7 @@ def run_shuffle_wave(
     contexts: RewriteContexts,
     *,
     counters: ScanMetrics | None,
-) -> list[tuple[int, dict[str, Any]]]:
+) -> list[tuple[int, WrittenFile]]:
     """Rewrite the wave's groups sorted by the strategy's keys (module doc); (group index, written file) pairs."""
     keys = strategy.keys
     if keys is None:

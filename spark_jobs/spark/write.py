@@ -16,6 +16,7 @@ import itertools
 import pickle
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from spark_jobs.engine.read.task_scan import read_slice
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.background_write import BackgroundWrite
+from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.parquet_source import ParquetSource, read_source_task
 from spark_jobs.engine.write.write_context import (
     WriteContext,
@@ -62,8 +64,6 @@ except ImportError:  # pragma: no cover - Spark before 4.1
     _ARROW_UDF = _SCALAR_ITER = None
 
 FILE_COLUMN = "file"
-DELETED_FROM_KEY = "deleted_from_data_files"  # with a position delete file's description: the data files it names
-_NULLS_KEY = "required_column_nulls"  # a task's count of nulls in required columns, in place of its files
 ORDINAL_COLUMN = "_partition_ordinal"
 ARROW_BATCH_ROWS_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
 # The rows of each Arrow batch a write's mapInArrow receives, when the session leaves Spark's default of 10,000:
@@ -87,16 +87,26 @@ def task_attempt_tag() -> str:
     return f"s{context.stageId()}-t{context.partitionId()}-a{context.attemptNumber()}-i{context.taskAttemptId()}"
 
 
-def _collect_files(frame: DataFrame) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class RequiredNulls:
+    """A task's count of nulls in required columns, sent to the driver in place of its written files."""
+
+    null_counts: dict[str, int]
+
+
+TaskFiles = list[WrittenFile | RequiredNulls]  # what a writing task sends the driver
+
+
+def _collect_files(frame: DataFrame) -> list[WrittenFile]:
     return [pickle.loads(row[FILE_COLUMN]) for row in frame.collect()]
 
 
-def _file_batch(described: list[dict[str, Any]]) -> pa.RecordBatch:
+def _file_batch(described: Sequence[WrittenFile | RequiredNulls]) -> pa.RecordBatch:
     payloads = [pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL) for item in described]
     return pa.RecordBatch.from_arrays([pa.array(payloads, type=pa.binary())], names=[FILE_COLUMN])
 
 
-def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, Any]]:
+def write_dataframe(frame: DataFrame, context: WriteContext) -> list[WrittenFile]:
     """Write ``frame`` (columns named as the table's) as data files on the executors; their descriptions.
 
     Each Spark partition streams into rolling writers (at most a row group per table partition in memory), except
@@ -119,11 +129,15 @@ def write_dataframe(frame: DataFrame, context: WriteContext) -> list[dict[str, A
         if _ARROW_UDF is not None and frame.columns:
             described = _written_through_arrow_udf(frame, context)
         else:
-            described = _collect_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
+            described = _collect_task_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
     return _files_without_nulls(described)
 
 
-def _written_through_arrow_udf(frame: DataFrame, context: WriteContext) -> list[dict[str, Any]]:
+def _collect_task_files(frame: DataFrame) -> TaskFiles:
+    return [pickle.loads(row[FILE_COLUMN]) for row in frame.collect()]
+
+
+def _written_through_arrow_udf(frame: DataFrame, context: WriteContext) -> TaskFiles:
     """``write_dataframe`` through an iterator Arrow UDF (Spark 4.1+): the rows reach Python as flat columns.
 
     ``mapInArrow`` wraps every row in a struct on the JVM side; a scalar iterator UDF hands the columns over as
@@ -135,7 +149,7 @@ def _written_through_arrow_udf(frame: DataFrame, context: WriteContext) -> list[
 
     def write_columns(column_batches: Iterator[Any]) -> Iterator[pa.Array]:
         tag = task_attempt_tag()
-        background = BackgroundWrite(
+        background: BackgroundWrite[WrittenFile | RequiredNulls] = BackgroundWrite(
             lambda batches, schema: _written_or_nulls(lambda: write_data_stream(batches, context, tag, schema))
         )
         held: list[int] = []  # rows of the batches whose (null) results are held back
@@ -190,30 +204,34 @@ def arrow_batch_rows(frame: DataFrame) -> Iterator[int]:
         conf.unset(ARROW_BATCH_ROWS_KEY)
 
 
-def _written_or_nulls(write: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def _written_or_nulls(write: Callable[[], list[WrittenFile]]) -> TaskFiles:
     """A task's written files, or its count of nulls in required columns in their place.
 
     Bad input is reported to the driver rather than raised: Spark would retry the task, and each task would name
     only its own rows.
     """
     try:
-        return write()
+        return list(write())
     except RequiredColumnNullsError as error:
-        return [{_NULLS_KEY: error.null_counts}]
+        return [RequiredNulls(dict(error.null_counts))]
 
 
-def _files_without_nulls(described: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _files_without_nulls(described: Sequence[WrittenFile | RequiredNulls]) -> list[WrittenFile]:
     """The tasks' written files; ``RequiredColumnNullsError`` with the total when any task found nulls."""
     nulls: dict[str, int] = {}
+    files: list[WrittenFile] = []
     for item in described:
-        for name, count in item.get(_NULLS_KEY, {}).items():
-            nulls[name] = nulls.get(name, 0) + count
+        if isinstance(item, RequiredNulls):
+            for name, count in item.null_counts.items():
+                nulls[name] = nulls.get(name, 0) + count
+        else:
+            files.append(item)
     if nulls:
         raise RequiredColumnNullsError(nulls)
-    return described
+    return files
 
 
-def write_parquet_source(spark: SparkSession, source: ParquetSource, context: WriteContext) -> list[dict[str, Any]]:
+def write_parquet_source(spark: SparkSession, source: ParquetSource, context: WriteContext) -> list[WrittenFile]:
     """Write a planned Parquet source as data files, each task reading its row groups with pyarrow.
 
     The rows go from the source files to the writer in Arrow, in the task: no JVM decoding, no row conversion.
@@ -333,10 +351,10 @@ def _rows_of(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
 
 def write_position_deletes(
     matched: DataFrame, context: WriteContext, partitions: list[tuple[int, tuple[Any, ...]]]
-) -> list[dict[str, Any]]:
+) -> list[WrittenFile]:
     """Write the matched positions (file_path, pos, ordinal) as position delete files, one set per partition.
 
-    Each description also lists, under ``DELETED_FROM_KEY``, the data files its positions name (the commit requires
+    Each written file also lists (``deleted_from_data_files``) the data files its positions name (the commit requires
     them to still be live), so the caller needs no Spark job of its own to find them or to count the positions.
     """
 
@@ -344,7 +362,7 @@ def write_position_deletes(
         rows = _rows_of(batches)
         if rows is None:
             return
-        written = []
+        written: list[WrittenFile] = []
         for ordinal in sorted(set(rows.column(ORDINAL_COLUMN).to_pylist())):
             spec_id, partition_values = partitions[ordinal]
             group = rows.filter(pa.compute.equal(rows.column(ORDINAL_COLUMN), ordinal))
@@ -356,7 +374,7 @@ def write_position_deletes(
                 f"{task_attempt_tag()}-o{ordinal}",
             )
             deleted_from = sorted(pa.compute.unique(group.column("file_path")).to_pylist())
-            written += [{**item, DELETED_FROM_KEY: deleted_from} for item in group_files]
+            written += [replace(item, deleted_from_data_files=tuple(deleted_from)) for item in group_files]
         yield _file_batch(written)
 
     grouped = matched.select("file_path", "pos", ORDINAL_COLUMN).repartition(ORDINAL_COLUMN)
@@ -368,7 +386,7 @@ def write_deletion_vectors(
     context: WriteContext,
     partitions: list[tuple[int, tuple[Any, ...]]],
     live_files: dict[str, Any],
-) -> list[dict[str, Any]]:
+) -> list[WrittenFile]:
     """Write the matched positions (file_path, pos, ordinal) as v3 deletion vectors: one Puffin file per task.
 
     Each data file's positions go to one task, where they are merged with what its current deletes remove
@@ -417,7 +435,7 @@ def write_equality_deletes(
     context: WriteContext,
     key_names: list[str],
     partitions: list[tuple[int, tuple[Any, ...]]] | None,
-) -> list[dict[str, Any]]:
+) -> list[WrittenFile]:
     """Write distinct keys as equality delete files.
 
     With ``partitions`` (and an ordinal column in ``keys``) each key goes to the partition it was found in;
@@ -430,7 +448,7 @@ def write_equality_deletes(
         rows = _rows_of(batches)
         if rows is None:
             return
-        written = []
+        written: list[WrittenFile] = []
         tag = task_attempt_tag()
         if partitions is not None:
             for ordinal in sorted(set(rows.column(ORDINAL_COLUMN).to_pylist())):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
@@ -30,7 +29,7 @@ from spark_jobs.engine.commit.snapshot_change import SnapshotChange
 from spark_jobs.engine.compaction.dangling_deletes import DeleteKey, delete_keys
 from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
 from spark_jobs.engine.shared.errors import EngineError
-from spark_jobs.engine.write.file_entries import to_data_file
+from spark_jobs.engine.write.file_entries import WrittenFile, to_data_file
 
 # Snapshot summary properties a compaction commit records (Java records the same rewrite counts in its results).
 REWRITTEN_GROUPS_PROPERTY = "airflow-iceberg-provider.rewritten-file-groups"
@@ -42,7 +41,7 @@ class GroupRewrite:
     """One file group and the data files its tasks wrote (descriptions from ``write.file_entries``)."""
 
     group: FileGroup
-    written: tuple[dict[str, Any], ...]
+    written: tuple[WrittenFile, ...]
 
     @property
     def replaced_paths(self) -> set[str]:
@@ -110,7 +109,7 @@ def commit_group_rewrites(
 
     ``replaced_before`` names data files earlier batches of the same plan already replaced.
     """
-    written = [item["file_path"] for rewrite in rewrites for item in rewrite.written]
+    written = [item.file_path for rewrite in rewrites for item in rewrite.written]
     try:
         replaced = set(replaced_before).union(*(rewrite.replaced_paths for rewrite in rewrites))
         already_removed = removable_delete_keys(plan, replaced_before)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 from pyiceberg.table import Table, TableProperties
@@ -34,6 +33,7 @@ from spark_jobs.engine.planning.splitting import SplitSettings, pack_slices, spl
 from spark_jobs.engine.read.session import build_scan_context
 from spark_jobs.engine.read.task_scan import read_slices
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.write_context import WriteContext, write_data_stream
 
 
@@ -97,7 +97,7 @@ def read_task_batches(task: RewriteTask, context: ScanContext, metrics: ScanMetr
 
 def rewrite_task(
     task: RewriteTask, contexts: RewriteContexts, metrics: ScanMetrics, attempt_tag: str = "driver"
-) -> list[dict[str, Any]]:
+) -> list[WrittenFile]:
     """Stream the task's rows into data files (module doc, step 3); the written files' descriptions."""
     batches = read_task_batches(task, contexts.scan, metrics)
     tag = f"g{task.group_index}-t{task.task_index}-{attempt_tag}"

@@ -31,6 +31,7 @@ from spark_jobs.engine.compaction.range_partitioning import determine_bounds, pa
 from spark_jobs.engine.compaction.rewrite_tasks import RewriteContexts, RewriteTask, read_task_batches
 from spark_jobs.engine.compaction.sort_keys import SortKeySpec
 from spark_jobs.engine.shared.metrics import ScanMetrics
+from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.write_context import write_data_stream
 
 CHUNK_BYTES = 8 * 1024 * 1024
@@ -134,7 +135,7 @@ def route_task(
 
 def write_output(
     chunks: Iterable[tuple[RouteKey, bytes]], contexts: RewriteContexts, keys: SortKeySpec, task_tag: str
-) -> list[dict[str, Any]]:
+) -> list[WrittenFile]:
     """Write one output's ranges, each sorted, in range order (step 3); ``chunks`` come ordered by route key."""
     output_schema = contexts.scan.output_schema
     width = len(output_schema)

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
@@ -24,19 +23,19 @@ from pyiceberg.table.update import AddSchemaUpdate, AssertCurrentSchemaId, SetCu
 
 from spark_jobs.engine.commit.snapshot_change import PartitionKey, SnapshotChange
 from spark_jobs.engine.ingest.options import IngestOptions
-from spark_jobs.engine.write.file_entries import to_data_file
+from spark_jobs.engine.write.file_entries import WrittenFile, to_data_file
 from spark_jobs.engine.write.schema_check import SchemaCheck
 
 MODE_PROPERTY = "airflow-iceberg-provider.ingest-mode"
 DATA_CONTENT = 0
 
 
-def written_partitions(written: Sequence[dict[str, Any]]) -> set[PartitionKey]:
+def written_partitions(written: Sequence[WrittenFile]) -> set[PartitionKey]:
     """The (spec id, partition values) the written files fall in."""
-    return {(item["spec_id"], tuple(item["partition_values"])) for item in written}
+    return {item.partition_key for item in written}
 
 
-def append_change(written: Sequence[dict[str, Any]]) -> SnapshotChange | None:
+def append_change(written: Sequence[WrittenFile]) -> SnapshotChange | None:
     """Append the written data files; nothing when there are none."""
     if not written:
         return None
@@ -44,7 +43,7 @@ def append_change(written: Sequence[dict[str, Any]]) -> SnapshotChange | None:
 
 
 def overwrite_change(
-    written: Sequence[dict[str, Any]], removed_paths: set[str], kept_free: set[PartitionKey] | None
+    written: Sequence[WrittenFile], removed_paths: set[str], kept_free: set[PartitionKey] | None
 ) -> SnapshotChange | None:
     """Replace ``removed_paths`` by the written files; ``kept_free``: partitions no concurrent data may land in."""
     if not written and not removed_paths:
@@ -58,7 +57,7 @@ def overwrite_change(
 
 
 def row_level_change(
-    written: Sequence[dict[str, Any]],
+    written: Sequence[WrittenFile],
     options: IngestOptions,
     required_paths: set[str],
     *,
@@ -72,8 +71,8 @@ def row_level_change(
     ``replaced_position_deletes`` their file-scoped position delete files, which the new vectors merge: both are
     removed in the same commit, and no concurrent delete may land for ``required_paths``.
     """
-    data = [to_data_file(item) for item in written if item["content"] == DATA_CONTENT]
-    deletes = [to_data_file(item) for item in written if item["content"] != DATA_CONTENT]
+    data = [to_data_file(item) for item in written if item.content == DATA_CONTENT]
+    deletes = [to_data_file(item) for item in written if item.content != DATA_CONTENT]
     if not data and not deletes:
         return None
     pure_position_delete = options.mode == "delete" and options.delete_mode == "position"

@@ -55,7 +55,7 @@ from spark_jobs.engine.planning.scan_planner import bind_row_filter
 from spark_jobs.engine.shared.errors import EngineError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_entries import read_live_entries
-from spark_jobs.engine.write.file_entries import to_data_file
+from spark_jobs.engine.write.file_entries import WrittenFile, to_data_file
 from spark_jobs.engine.write.write_context import WriteContext, write_position_delete_rows
 
 DELETE_TARGET_SIZE_PROPERTY = "write.delete.target-file-size-bytes"
@@ -306,7 +306,7 @@ def live_data_files_by_partition(table: Table) -> dict[PartitionKey, set[str]]:
 
 def rewrite_group(
     table: Table, group: DeleteFileGroup, live_paths: set[str], context: WriteContext, tag: str
-) -> tuple[list[dict[str, Any]], int, int]:
+) -> tuple[list[WrittenFile], int, int]:
     """Read, filter, dedupe, sort and write one group's positions (step 3): written files, positions read, kept."""
     parts = [_read_positions(table, entry.data_file.file_path) for entry in group.files]
     positions = (
@@ -362,7 +362,7 @@ def _rewrite_batch(
     context: WriteContext,
     outcome: PositionDeleteRewriteOutcome,
 ) -> None:
-    written: list[dict[str, Any]] = []
+    written: list[WrittenFile] = []
     sequence_numbers: dict[str, int] = {}
     read = kept = 0
     try:
@@ -374,9 +374,9 @@ def _rewrite_batch(
             read += group_read
             kept += group_kept
             for item in files:
-                sequence_numbers[item["file_path"]] = group.max_data_sequence_number
+                sequence_numbers[item.file_path] = group.max_data_sequence_number
     except BaseException:
-        delete_quietly(table, [item["file_path"] for item in written])
+        delete_quietly(table, [item.file_path for item in written])
         raise
     removed = {entry.data_file.file_path for group in batch for entry in group.files} | dangling
     change = SnapshotChange(
@@ -391,7 +391,7 @@ def _rewrite_batch(
     outcome.rewritten_files += sum(len(group.files) for group in batch)
     outcome.rewritten_bytes += sum(group.input_bytes for group in batch)
     outcome.added_files += len(written)
-    outcome.added_bytes += sum(item["file_size_in_bytes"] for item in written)
+    outcome.added_bytes += sum(item.file_size_in_bytes for item in written)
     outcome.positions_read += read
     outcome.positions_written += kept
     outcome.positions_dropped += read - kept

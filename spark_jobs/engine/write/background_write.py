@@ -12,7 +12,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 
@@ -23,14 +23,17 @@ _POLL_SECONDS = 0.05
 _END = object()
 
 
-class BackgroundWrite:
+Result = TypeVar("Result")  # what the write returns for the whole stream (its written files)
+
+
+class BackgroundWrite(Generic[Result]):
     """One write running on its own thread over the batches ``put`` to it (module doc)."""
 
-    def __init__(self, write: Callable[[Iterable[pa.RecordBatch], pa.Schema], list[dict[str, Any]]]) -> None:
+    def __init__(self, write: Callable[[Iterable[pa.RecordBatch], pa.Schema], list[Result]]) -> None:
         self._write = write
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=_QUEUED)
         self._thread: threading.Thread | None = None
-        self._result: list[dict[str, Any]] = []
+        self._result: list[Result] = []
         self._error: BaseException | None = None
         self._stream_ended = False  # the write took the end of the stream
 
@@ -42,7 +45,7 @@ class BackgroundWrite:
             self._thread.start()
         self._hand_over(batch)
 
-    def finish(self) -> list[dict[str, Any]]:
+    def finish(self) -> list[Result]:
         """End the stream; what the write returned (nothing when no batch came), or its error raised here."""
         if self._thread is None:
             return []

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.manifest import DataFileContent
@@ -18,6 +16,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from spark_jobs.engine.write.arrow_schema import conform_to_schema
+from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.parquet_files import FileTarget, write_files
 
 FILE_PATH_FIELD_ID = 2147483546
@@ -30,7 +29,7 @@ POSITION_DELETE_SCHEMA = Schema(
 _POSITION_DELETE_METRICS = {"write.metadata.metrics.column.file_path": "full"}
 
 
-def write_position_deletes(positions: pa.Table, target: FileTarget) -> list[dict[str, Any]]:
+def write_position_deletes(positions: pa.Table, target: FileTarget) -> list[WrittenFile]:
     """Write ``positions`` (columns file_path, pos) of one partition sorted by (file_path, pos)."""
     if positions.num_rows == 0:
         return []

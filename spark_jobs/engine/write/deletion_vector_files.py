@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from pyiceberg.manifest import DataFileContent
 from pyroaring import BitMap64
 
 from spark_jobs.engine.deletes.deletion_vectors import DELETION_VECTOR_MAGIC
-from spark_jobs.engine.write.file_entries import describe_file
+from spark_jobs.engine.write.file_entries import WrittenFile, describe_file
 
 PUFFIN_MAGIC = b"PFA1"
 DELETION_VECTOR_BLOB_TYPE = "deletion-vector-v1"
@@ -71,7 +71,9 @@ def puffin_file_bytes(blobs: list[tuple[bytes, dict[str, Any]]]) -> tuple[bytes,
     return bytes(content), ranges
 
 
-def write_deletion_vectors(targets: list[DeletionVectorTarget], io: FileIO, new_path: Callable[[], str]) -> list[dict]:
+def write_deletion_vectors(
+    targets: list[DeletionVectorTarget], io: FileIO, new_path: Callable[[], str]
+) -> list[WrittenFile]:
     """One Puffin file with a deletion vector per target (a data file); the described blobs (module doc, step 4)."""
     blobs = []
     for target in targets:
@@ -90,7 +92,7 @@ def write_deletion_vectors(targets: list[DeletionVectorTarget], io: FileIO, new_
     path = new_path()
     with io.new_output(path).create(overwrite=False) as stream:
         stream.write(content)
-    described = []
+    described: list[WrittenFile] = []
     for target, (_, _, cardinality), (offset, length) in zip(targets, blobs, ranges, strict=True):
         entry = describe_file(
             content=DataFileContent.POSITION_DELETES,
@@ -101,8 +103,7 @@ def write_deletion_vectors(targets: list[DeletionVectorTarget], io: FileIO, new_
             statistics={"record_count": cardinality},
             referenced_data_file=target.data_file_path,
         )
-        entry.update(file_format="PUFFIN", content_offset=offset, content_size_in_bytes=length)
-        described.append(entry)
+        described.append(replace(entry, file_format="PUFFIN", content_offset=offset, content_size_in_bytes=length))
     return described
 
 

@@ -32,7 +32,7 @@ from pyiceberg.table import TableProperties
 
 from spark_jobs.engine.table.properties import int_property
 from spark_jobs.engine.write.dictionary_columns import dictionary_columns
-from spark_jobs.engine.write.file_entries import describe_file
+from spark_jobs.engine.write.file_entries import WrittenFile, describe_file
 
 BLOOM_FILTER_PREFIX = "write.parquet.bloom-filter-enabled.column."
 DEFAULT_CODEC = "zstd"
@@ -58,7 +58,7 @@ class FileTarget:
     referenced_data_file: str | None = None
 
 
-def write_files(data: pa.Table, target: FileTarget) -> list[dict[str, Any]]:
+def write_files(data: pa.Table, target: FileTarget) -> list[WrittenFile]:
     """Write ``data`` (already in the file's Arrow schema, ordered) to one or more files; describe each."""
     if data.num_rows == 0:
         return []
@@ -91,7 +91,7 @@ class RollingParquetWriter:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._file: _OpenFile | None = None
-        self._written: list[dict[str, Any]] = []
+        self._written: list[WrittenFile] = []
 
     @property
     def chunk_rows(self) -> int:
@@ -117,7 +117,7 @@ class RollingParquetWriter:
         if self._pending_rows >= self.chunk_rows:
             self._flush(final=False)
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[WrittenFile]:
         """Write what is buffered, close the open file; the descriptions of every file written."""
         self._flush(final=True)
         if self._file is not None:
@@ -173,7 +173,7 @@ class _OpenFile:
             self._stream.close()
             raise
 
-    def close(self) -> dict[str, Any]:
+    def close(self) -> WrittenFile:
         """Finish the file and describe it (module doc, step 3)."""
         try:
             self._writer.close()

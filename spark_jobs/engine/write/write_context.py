@@ -30,6 +30,7 @@ from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.write.arrow_schema import conform_to_schema, file_arrow_schema
 from spark_jobs.engine.write.delete_files import write_equality_deletes, write_position_deletes
+from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.parquet_files import FileTarget, RollingParquetWriter, write_files
 from spark_jobs.engine.write.partitioning import split_by_partition
 from spark_jobs.engine.write.sorting import sort_by_order
@@ -126,7 +127,7 @@ class WriteContext:
         self.__dict__.update(state)
 
 
-def write_data(rows: pa.Table, context: WriteContext, task_tag: str) -> list[dict[str, Any]]:
+def write_data(rows: pa.Table, context: WriteContext, task_tag: str) -> list[WrittenFile]:
     """Write ``rows`` as data files of the default spec: conformed, split by partition, sorted, rolled.
 
     Nulls in a column the table requires raise ``RequiredColumnNullsError`` before anything is written.
@@ -146,7 +147,7 @@ def write_data(rows: pa.Table, context: WriteContext, task_tag: str) -> list[dic
 
 def write_data_stream(
     batches: Iterable[pa.RecordBatch], context: WriteContext, task_tag: str, schema: pa.Schema
-) -> list[dict[str, Any]]:
+) -> list[WrittenFile]:
     """Write ``batches`` (of Arrow ``schema``) as ``write_data`` does, holding at most a row group per partition.
 
     A sorted table needs all of a task's rows before the first is written, so its batches are gathered and handed
@@ -189,7 +190,7 @@ def required_null_counts(rows: pa.Table, required: tuple[str, ...]) -> dict[str,
 
 def write_position_delete_rows(
     positions: pa.Table, context: WriteContext, spec_id: int, partition_values: tuple[Any, ...], task_tag: str
-) -> list[dict[str, Any]]:
+) -> list[WrittenFile]:
     """Write one partition's deleted positions (file_path, pos) as position delete files."""
     return write_position_deletes(positions, context.target(spec_id, partition_values, task_tag, "deletes"))
 
@@ -202,7 +203,7 @@ def write_equality_delete_rows(
     spec_id: int,
     partition_values: tuple[Any, ...],
     task_tag: str,
-) -> list[dict[str, Any]]:
+) -> list[WrittenFile]:
     """Write one partition's deleted keys as equality delete files on the key columns."""
     target = context.target(spec_id, partition_values, task_tag, "eq-deletes")
     return write_equality_deletes(keys, context.schema, key_names, target)

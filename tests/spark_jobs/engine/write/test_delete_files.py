@@ -47,7 +47,7 @@ def test_equality_deletes_hold_distinct_keys_on_the_key_field_ids(sql_catalog) -
     (described,) = write_equality_delete_rows(
         keys, context, key_names=["name"], spec_id=0, partition_values=(), task_tag="e"
     )
-    assert described["content"] == 2 and described["equality_ids"] == [2] and described["record_count"] == 3
+    assert described["content"] == 2 and described["equality_ids"] == (2,) and described["record_count"] == 3
     parquet = pq.ParquetFile(described["file_path"].removeprefix("file://"))
     assert [f.metadata[b"PARQUET:field_id"] for f in parquet.schema_arrow] == [b"2"]
     names = parquet.read().column("name").to_pylist()

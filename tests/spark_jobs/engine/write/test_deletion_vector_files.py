@@ -119,8 +119,8 @@ def test_each_blob_is_described_as_a_position_delete_entry_of_the_one_puffin_fil
         for d in described
     ]
     assert summary == [
-        (int(DataFileContent.POSITION_DELETES), "PUFFIN", path, size, 0, ["a"], 2, FIRST),
-        (int(DataFileContent.POSITION_DELETES), "PUFFIN", path, size, 1, ["b"], 1, SECOND),
+        (int(DataFileContent.POSITION_DELETES), "PUFFIN", path, size, 0, ("a",), 2, FIRST),
+        (int(DataFileContent.POSITION_DELETES), "PUFFIN", path, size, 1, ("b",), 1, SECOND),
     ]
     assert described[0]["content_offset"] == 4
     assert described[1]["content_offset"] == 4 + described[0]["content_size_in_bytes"]

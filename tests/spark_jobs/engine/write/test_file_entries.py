@@ -56,3 +56,28 @@ def test_equality_deletes_keep_their_field_ids_and_scoped_position_deletes_their
     position_deletes = to_data_file(scoped)
     assert position_deletes.content == DataFileContent.POSITION_DELETES
     assert referenced_data_file(position_deletes) == "s3://b/t/data/d.parquet" and position_deletes.record_count == 2
+
+
+def test_a_written_file_is_a_frozen_value_with_only_its_declared_fields() -> None:
+    import dataclasses
+
+    import pytest
+
+    from spark_jobs.engine.write.file_entries import WrittenFile
+
+    written = describe_file(
+        content=DataFileContent.DATA,
+        file_path="file:///t/a.parquet",
+        file_size_in_bytes=10,
+        spec_id=0,
+        partition_values=["x"],
+        statistics={"record_count": 2, "split_offsets": [4]},
+    )
+    assert isinstance(written, WrittenFile) and written.partition_values == ("x",) and written.split_offsets == (4,)
+    assert written.partition_key == (0, ("x",)) and written.is_data
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        written.record_count = 3  # type: ignore[misc]
+    with pytest.raises(KeyError):
+        written["deleted_from_data_files_typo"]
+    assert written["file_path"] == written.file_path
+    assert pickle.loads(pickle.dumps(written)) == written
