@@ -76,9 +76,6 @@ from spark_jobs.engine.ingest.live_files import (
     files_in_partitions,
     files_that_may_hold_keys,
     key_range_filter,
-    key_scan_context,
-    keys_decide_partition,
-    partitions_of,
     range_key_columns,
     rows_to_keep,
 )
@@ -94,17 +91,13 @@ from spark_jobs.engine.write.job_files import delete_leftovers
 from spark_jobs.engine.write.parquet_source import ParquetSource, plan_parquet_source, source_summary
 from spark_jobs.engine.write.schema_check import SchemaCheck
 from spark_jobs.engine.write.write_context import WriteContext
+from spark_jobs.spark.row_level import KeyMatch, choose_strategy
 from spark_jobs.spark.scan import dataframe_from_tasks
 from spark_jobs.spark.types import arrow_schema_of, spark_types_of
 from spark_jobs.spark.write import (
-    ORDINAL_COLUMN,
     conform_dataframe,
-    key_positions,
     write_dataframe,
-    write_deletion_vectors,
-    write_equality_deletes,
     write_parquet_source,
-    write_position_deletes,
 )
 
 __all__ = ["IngestOptions", "ingest"]
@@ -441,8 +434,9 @@ def _overwrite(job: _Job) -> SnapshotChange | None:
 
 
 def _row_level(job: _Job) -> SnapshotChange | None:
-    """Upsert or delete by key with position or equality delete files (module doc)."""
-    spark, table, options, context = job.spark, job.table, job.options, job.context
+    """Upsert or delete by key: the deletes by the strategy the table picks (``spark/row_level.py``), then for an
+    upsert the batch's rows (keeping the replaced rows' ``_row_id`` on v3 by position)."""
+    table, options, context = job.table, job.options, job.context
     rows = _dataframe(job.rows)
     key = list(options.key)
     key_schema = table.schema().select(*key)
@@ -453,72 +447,34 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         .select(*[F.col(f"`{k}`").cast(table_key_types[k]).alias(k) for k in key])
     )
     position_mode = options.delete_mode == "position"
-    shipped = job.batch_keys
     columns = range_key_columns(key_schema)
     key_range = (
         _batch_key_range(batch_keys, columns)
-        if shipped is None
-        else key_range_filter(columns, key_bounds(shipped, columns) if columns else None)
+        if job.batch_keys is None
+        else key_range_filter(columns, key_bounds(job.batch_keys, columns) if columns else None)
     )
     files = files_that_may_hold_keys(table, key, key_range, with_position_deletes=position_mode, batch_keys=shipped)
     # On v3 an upsert by position keeps each replaced row's _row_id in the row written in its place (as Iceberg
     # Java's MERGE does); equality deletes read no row, so there the new rows get new ids (as the spec says).
     keeps_row_ids = options.mode == "upsert" and position_mode and bool(row_lineage_fields(table))
-    matched_rows: DataFrame | None = None  # cached: the deletes, and the row ids an upsert keeps, come from it
-    required: set[str] = set()
-    replaced_vectors: set[tuple[str, int]] = set()
-    replaced_position_deletes: set[str] = set()
-    if not position_mode and keys_decide_partition(table, key, files):
-        job.written += write_equality_deletes(batch_keys, context, key, None)
-        job.outcome.rows_deleted = None
-    else:
-        partitions = partitions_of(files)
-        ordinal = {partition: index for index, partition in enumerate(partitions)}
-        files_with_ordinals = [(f, ordinal[(f.spec_id, f.partition)]) for f in files]
-        scan = key_scan_context(table, key, files, with_row_id=keeps_row_ids)
-        positions = key_positions(spark, files_with_ordinals, scan, shipped)
-        matched = positions if shipped is not None else positions.join(batch_keys, on=key, how="left_semi")
-        if position_mode and table.metadata.format_version < 3:
-            # One job: the files written say which data files they name and how many positions they hold.
-            deletes = write_position_deletes(matched, context, partitions)
-            job.written += deletes
-            job.outcome.rows_deleted = sum(item.record_count for item in deletes)
-            required = {path for item in deletes for path in item.deleted_from_data_files}
-        else:
-            matched = matched_rows = matched.cache()
-            job.outcome.rows_deleted = matched.count()
-            if position_mode:
-                live = {f.path: f for f in files}
-                vectors = write_deletion_vectors(matched, context, partitions, live)
-                job.written += vectors
-                required = {item.referenced_data_file for item in vectors if item.referenced_data_file is not None}
-                replaced_vectors = {
-                    (dv.path, dv.content_offset) for path in required if (dv := live[path].deletion_vector) is not None
-                }
-                # The new vectors hold their positions too: file-scoped position delete files (of a table written
-                # before it became v3) go, as Iceberg Java drops them; those naming other data files stay.
-                replaced_position_deletes = {
-                    delete_file.path
-                    for path in required
-                    for delete_file in live[path].position_deletes
-                    if delete_file.referenced_data_file == path
-                }
-            else:
-                job.written += write_equality_deletes(matched.select(*key, ORDINAL_COLUMN), context, key, partitions)
+    match = KeyMatch(job.spark, table, context, key, batch_keys, files, job.batch_keys, keeps_row_ids)
+    deletes = choose_strategy(table, options.delete_mode, key, files).write_deletes(match)
+    job.written += deletes.written
+    job.outcome.rows_deleted = deletes.rows_deleted
     if options.mode == "upsert":
-        if keeps_row_ids and matched_rows is not None:
-            kept = _keeping_row_ids(rows, matched_rows, key, job.outcome.rows_deleted or 0, context.schema)
+        if keeps_row_ids and deletes.matched_rows is not None:
+            kept = _keeping_row_ids(rows, deletes.matched_rows, key, deletes.rows_deleted or 0, context.schema)
             job.written += write_dataframe(kept, _storing_row_lineage(context))
         else:
             job.written += write_dataframe(rows, context)
-    if matched_rows is not None:
-        matched_rows.unpersist()
+    if deletes.matched_rows is not None:
+        deletes.matched_rows.unpersist()
     return row_level_change(
         job.written,
         options,
-        required,
-        replaced_vectors=replaced_vectors,
-        replaced_position_deletes=replaced_position_deletes,
+        deletes.required,
+        replaced_vectors=deletes.replaced_vectors,
+        replaced_position_deletes=deletes.replaced_position_deletes,
         deletion_vectors=table.metadata.format_version >= 3,
     )
 
