@@ -58,7 +58,7 @@ def python_filter_pushdown_enabled(spark: SparkSession) -> bool:
     return str(spark.conf.get(FILTER_PUSHDOWN_CONF, "false")).lower() == "true"
 
 
-class ScanMetricsParam(AccumulatorParam):
+class ScanMetricsParam(AccumulatorParam[dict[str, int]]):
     """Sums ScanMetrics counters across executor tasks (as plain dicts, cheap to ship)."""
 
     def zero(self, value: dict[str, int]) -> dict[str, int]:

@@ -17,6 +17,7 @@ ranges that do not overlap. The ranges come from a sample of the keys:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -58,7 +59,7 @@ def determine_bounds(spec: SortKeySpec, samples: list[tuple[pa.Table, float]], p
     step = float(ordered_weights.sum()) / partitions
     cumulative, target = 0.0, step
     chosen: list[int] = []
-    previous: tuple | None = None
+    previous: tuple[Any, ...] | None = None
     for position, weight in enumerate(ordered_weights):
         if len(chosen) >= partitions - 1:
             break

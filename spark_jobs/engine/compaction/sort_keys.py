@@ -131,7 +131,7 @@ class SortKeySpec:
         for index, part in enumerate(self.parts):
             field_type = self.schema.find_field(part.source_id).field_type
             values = source_values(rows, self.schema, part.source_id)
-            transform: Transform = parse_transform(part.transform)
+            transform: Transform[Any, Any] = parse_transform(part.transform)
             key = transform_values(values, field_type, transform)
             rank, key = _ranked(
                 key, part, is_floating=isinstance(transform, IdentityTransform) and _floating(field_type)

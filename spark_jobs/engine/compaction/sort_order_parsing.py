@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pyiceberg.schema import Schema
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER_ID, NullOrder, SortDirection, SortField, SortOrder
@@ -40,7 +41,7 @@ from pyiceberg.types import ListType, MapType, NestedField, PrimitiveType
 from spark_jobs.engine.shared.errors import UserInputError
 
 _TOKEN = re.compile(r"\s*(?:(`(?:[^`]|``)+`)|([A-Za-z_][A-Za-z0-9_$]*)|(-?\d+)|([(),.]))")
-_TIME_TRANSFORMS: dict[str, type[Transform]] = {
+_TIME_TRANSFORMS: dict[str, type[Transform[Any, Any]]] = {
     "years": YearTransform,
     "year": YearTransform,
     "months": MonthTransform,
@@ -60,7 +61,7 @@ class SortTerm:
     """One parsed term: a column name (its dotted path), the transform applied to it, direction and null order."""
 
     column: str
-    transform: Transform
+    transform: Transform[Any, Any]
     direction: SortDirection = SortDirection.ASC
     null_order: NullOrder = NullOrder.NULLS_FIRST
 
@@ -199,7 +200,7 @@ def _dotted_name(tokens: _Tokens, expected: str) -> str:
     return ".".join(parts)
 
 
-def _transform_call(tokens: _Tokens, function: str) -> tuple[str, Transform]:
+def _transform_call(tokens: _Tokens, function: str) -> tuple[str, Transform[Any, Any]]:
     """The column and transform of ``function(args)``; the opening parenthesis is already consumed."""
     arguments: list[tuple[str, str]] = []
     while True:
@@ -222,7 +223,9 @@ def _transform_call(tokens: _Tokens, function: str) -> tuple[str, Transform]:
             raise UserInputError(f"--sort-order {tokens.text!r}: {call} takes one column and one integer")
         if numbers[0] <= 0:
             raise UserInputError(f"--sort-order {tokens.text!r}: {call} needs a positive integer, got {numbers[0]}")
-        transform: Transform = BucketTransform(numbers[0]) if function == "bucket" else TruncateTransform(numbers[0])
+        transform: Transform[Any, Any] = (
+            BucketTransform(numbers[0]) if function == "bucket" else TruncateTransform(numbers[0])
+        )
         return columns[0], transform
     if function in _TIME_TRANSFORMS or function == "identity":
         if len(columns) != 1 or numbers:

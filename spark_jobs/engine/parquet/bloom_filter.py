@@ -179,7 +179,7 @@ def parse_bloom_filter(buffer: bytes, source: str) -> tuple[SplitBlockBloomFilte
     return SplitBlockBloomFilter(bitset), start, bitset_length
 
 
-def _is_split_block_xxhash_uncompressed(header: dict) -> bool:
+def _is_split_block_xxhash_uncompressed(header: dict[int, Any]) -> bool:
     """Does a parsed ``BloomFilterHeader`` name the one kind of filter the spec defines (each union's member 1)?"""
     return all(header.get(field_id) == {1: {}} for field_id in (2, 3, 4))
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pyiceberg.io import InputStream
@@ -108,7 +109,7 @@ def read_column_pages(
     return ColumnPages(first_rows, row_counts, bounds), bytes_read
 
 
-def _read_struct_at(stream: InputStream, offset: int | None, length: int | None, source: str) -> dict:
+def _read_struct_at(stream: InputStream, offset: int | None, length: int | None, source: str) -> dict[int, Any]:
     stream.seek(offset or 0)
     buffer = stream.read(length or 0)
     if len(buffer) != length:

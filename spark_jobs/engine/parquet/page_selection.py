@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -212,7 +213,7 @@ def _single_column_footer(
     return writer.finish()
 
 
-def _element_index_of_leaf(elements: list[dict], leaf_index: int, path: str) -> int:
+def _element_index_of_leaf(elements: list[dict[int, Any]], leaf_index: int, path: str) -> int:
     """The position in the footer's schema list of the ``leaf_index``-th leaf (depth first, as Parquet lists them)."""
     leaves_seen = 0
     for position, element in enumerate(elements[1:], start=1):

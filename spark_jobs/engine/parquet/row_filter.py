@@ -131,7 +131,7 @@ def _arrow_literal(value: Any, column_type: pa.DataType) -> pa.Scalar:
         raise
 
 
-def _set_members(literals: tuple, column_type: pa.DataType) -> list:
+def _set_members(literals: tuple[Any, ...], column_type: pa.DataType) -> list[Any]:
     """IN literals as hashed set members; for floats both signed zeros, since ``-0.0 = 0.0`` holds as in ``=``."""
     if pa.types.is_floating(column_type) and any(literal == 0 for literal in literals):
         return [*literals, 0.0, -0.0]

@@ -162,7 +162,9 @@ def open_read_session(
     return session
 
 
-def select_output_fields(table_name: str, schema: Schema, columns: list[str] | tuple[str, ...] | None) -> list:
+def select_output_fields(
+    table_name: str, schema: Schema, columns: list[str] | tuple[str, ...] | None
+) -> list[NestedField]:
     """The top-level fields to return: all of them, or the named ones in the order given."""
     if not columns:
         return list(schema.fields)

@@ -101,7 +101,7 @@ def _read_ahead_in_order(
     """The slices' batches in order, each slice read whole on ``pool`` with up to ``ahead`` more submitted behind
     the one being handed back; a slice ``in_place`` picks is read here, streaming, once the ones before it are out.
     Slices not started when the consumer stops are cancelled, and the running ones waited for."""
-    pending: deque[Future] = deque()
+    pending: deque[Future[tuple[list[pa.RecordBatch], ScanMetrics]]] = deque()
     try:
         for data_file in slices:
             if in_place(data_file):
@@ -134,7 +134,7 @@ def _read_whole(data_file: DataFileSlice, context: ScanContext) -> tuple[list[pa
     return list(read_slice(data_file, context, slice_metrics)), slice_metrics
 
 
-def _merged(future: Future, metrics: ScanMetrics) -> list[pa.RecordBatch]:
+def _merged(future: Future[tuple[list[pa.RecordBatch], ScanMetrics]], metrics: ScanMetrics) -> list[pa.RecordBatch]:
     """A read-ahead slice's batches, its counters added to ``metrics``."""
     batches, slice_metrics = future.result()
     metrics.merge(slice_metrics)

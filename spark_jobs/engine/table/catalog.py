@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
+from collections.abc import Mapping
 from typing import Any
 
 import pyiceberg.catalog
@@ -61,7 +62,7 @@ def load_catalog(name: str) -> Catalog:
         raise catalog_error(name, properties, error) from error
 
 
-def catalog_error(name: str, properties: dict, error: Exception) -> EngineError:
+def catalog_error(name: str, properties: Mapping[str, object], error: Exception) -> EngineError:
     """``error`` from connecting to catalog ``name`` as one line: which catalog, where, what failed; no secret."""
     where = f"catalog {name!r} at {_public_uri(str(properties.get('uri', '')))}"
     kind = type(error).__name__
@@ -92,7 +93,7 @@ def _public_uri(uri: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def _without_secrets(text: str, properties: dict) -> str:
+def _without_secrets(text: str, properties: Mapping[str, object]) -> str:
     """``text`` with the value of every secret-looking property (and URI password) masked."""
     for key, value in properties.items():
         if isinstance(value, str) and value and any(word in key for word in _SECRET_KEY_WORDS):

@@ -50,7 +50,9 @@ def write_position_deletes(positions: pa.Table, target: FileTarget) -> list[Writ
     return write_files(ordered, delete_target)
 
 
-def write_equality_deletes(keys: pa.Table, table_schema: Schema, key_names: list[str], target: FileTarget) -> list:
+def write_equality_deletes(
+    keys: pa.Table, table_schema: Schema, key_names: list[str], target: FileTarget
+) -> list[WrittenFile]:
     """Write the distinct key rows ``keys`` (columns ``key_names``) as equality deletes on their field ids."""
     if keys.num_rows == 0:
         return []

@@ -35,7 +35,7 @@ def transformed_column(data: pa.Table, schema: Schema, partition_field: Partitio
     return transform_values(column, source.field_type, partition_field.transform)
 
 
-def transform_values(column: pa.Array, source_type: Any, transform: Transform) -> pa.Array:
+def transform_values(column: pa.Array, source_type: Any, transform: Transform[Any, Any]) -> pa.Array:
     """``transform`` applied to every value of ``column`` (of Iceberg type ``source_type``), as internal values."""
     internal = _internal_values(column, source_type)
     if isinstance(transform, IdentityTransform):
