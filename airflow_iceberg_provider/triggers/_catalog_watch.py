@@ -192,10 +192,12 @@ class CatalogPoller:
             subscription.cursor = subscription.persisted
 
 
-def _new_events(hook: IcebergCatalogHook, targets: list[tuple[str, str, WatchCursor | None]]) -> list[list[dict]]:
+def _new_events(
+    hook: IcebergCatalogHook, targets: list[tuple[str, str, WatchCursor | None]]
+) -> list[list[dict[str, Any]]]:
     """For each (table, branch, cursor): the events of the snapshots after the cursor (none when the table is
     missing or cannot be loaded: the next round tries again)."""
-    found: list[list[dict]] = []
+    found: list[list[dict[str, Any]]] = []
     for table_name, branch, cursor in targets:
         try:
             table = hook.load_table(table_name)

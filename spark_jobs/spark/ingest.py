@@ -453,7 +453,9 @@ def _row_level(job: _Job) -> SnapshotChange | None:
         if job.batch_keys is None
         else key_range_filter(columns, key_bounds(job.batch_keys, columns) if columns else None)
     )
-    files = files_that_may_hold_keys(table, key, key_range, with_position_deletes=position_mode, batch_keys=shipped)
+    files = files_that_may_hold_keys(
+        table, key, key_range, with_position_deletes=position_mode, batch_keys=job.batch_keys
+    )
     # On v3 an upsert by position keeps each replaced row's _row_id in the row written in its place (as Iceberg
     # Java's MERGE does); equality deletes read no row, so there the new rows get new ids (as the spec says).
     keeps_row_ids = options.mode == "upsert" and position_mode and bool(row_lineage_fields(table))
