@@ -1,18 +1,15 @@
-"""The table health page as a person sees it: a running ``airflow api-server`` and headless Chromium (Debian's
-``chromium``) loading the page, its DOM after the page's script ran, or a screenshot.
+"""What the table health page's tests share: a running ``airflow api-server`` and tables worth drawing.
 
-1. ``ApiServer`` starts ``airflow api-server`` on a free loopback port with the session's Airflow home (the
+1. ``api_server`` starts ``airflow api-server`` on a free loopback port with the session's Airflow home (the
    simple auth manager with every user an admin, as ``airflow standalone`` can run), waits for its health check,
-   and stops it by PID;
-2. ``page_dom`` runs ``chromium --headless --dump-dom`` with a virtual time budget, so the page's fetches and
-   drawing finish before the DOM is printed; ``screenshot`` writes a PNG the same way.
+   and stops it by PID; the page is then looked at with headless Chromium (``tests/support/browser.py``);
+2. ``make_health_table`` writes a table with many small files and a compaction.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,8 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.support.services import free_port
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @contextlib.contextmanager
@@ -76,33 +71,6 @@ def _answers(url: str) -> bool:
             return bool(answer.status == 200)
     except OSError:
         return False
-
-
-def _chromium(url: str, *flags: str, budget_ms: int, timeout: float) -> subprocess.CompletedProcess[str]:
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        f"--virtual-time-budget={budget_ms}",
-        *flags,
-        url,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
-
-
-def page_dom(url: str, budget_ms: int = 30000, timeout: float = 180) -> str:
-    """The page's DOM once its script has run (module doc, step 2)."""
-    return _chromium(url, "--dump-dom", budget_ms=budget_ms, timeout=timeout).stdout
-
-
-def screenshot(url: str, path: Path, size: str = "1400,1800", budget_ms: int = 30000, timeout: float = 180) -> Path:
-    """A PNG of the page once its script has run."""
-    _chromium(
-        url, f"--screenshot={path}", f"--window-size={size}", "--hide-scrollbars", budget_ms=budget_ms, timeout=timeout
-    )
-    return path
 
 
 def make_health_table(catalog: object, name: str, appends: int = 40) -> str:

@@ -1,5 +1,6 @@
 """The table health page in a real browser: ``airflow api-server`` with the provider's plugin, headless Chromium
-loading ``/iceberg/health/``, and what the page then shows read from its DOM (and a screenshot, kept for a look)."""
+(``tests/support/browser.py``) loading ``/iceberg/health/``, and what the page then shows read from it (and a
+screenshot, kept for a look)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.airflow_env import register_dag
-from tests.support.health_page import api_server, make_health_table, page_dom, screenshot
+from tests.support.browser import browser_session, wait_for
+from tests.support.health_page import api_server, make_health_table
 
 TABLES = ("browser_health.orders", "browser_health.events", "browser_health.clicks")
 SECRET = "s3cr3t-catalog-password"
@@ -36,10 +38,11 @@ def test_the_page_draws_every_table_the_dags_touch(testing_catalog, session_tmp:
     connection = {"conn_type": "iceberg", "host": "http://127.0.0.1:9", "login": "id", "password": SECRET}
     env = {"AIRFLOW_CONN_ICEBERG_DEFAULT": json.dumps(connection)}
 
-    with api_server(session_tmp / "health-api-server.log", env) as base:
-        url = f"{base}/iceberg/health/"
-        dom = page_dom(url)
-        shot = screenshot(url, session_tmp / "table-health.png")
+    with api_server(session_tmp / "health-api-server.log", env) as base, browser_session() as browser:
+        browser.open(f"{base}/iceberg/health/")
+        wait_for(lambda: browser.find("body").attribute("data-loaded"), 120, "the page to draw every table")
+        dom = browser.script("return document.documentElement.outerHTML;")
+        shot = browser.screenshot(session_tmp / "table-health.png")
 
     assert SECRET not in dom
     drawn = re.findall(
