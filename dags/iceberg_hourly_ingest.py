@@ -23,7 +23,12 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 
-from airflow.sdk import CronDataIntervalTimetable, dag
+from airflow.sdk import dag
+
+try:  # Airflow 3.2+
+    from airflow.sdk import CronDataIntervalTimetable
+except ImportError:  # Airflow 3.1
+    from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
 from airflow_iceberg_provider.sensors.source_files import IcebergSourceFilesSensor

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperatorLink
-from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_iceberg_provider.airflow_compat import AirflowException, AirflowFailException
 from airflow_iceberg_provider.assets import (
     check_table_identifier,
     declared_uri,

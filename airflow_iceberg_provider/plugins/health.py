@@ -113,9 +113,9 @@ def tables(session: SessionDep) -> JSONResponse:
 def catalog_hook(catalog: str) -> Any:
     """The catalog hook for a URI's catalog name (module doc, step 4)."""
     from airflow.exceptions import AirflowNotFoundException
-    from airflow.sdk.exceptions import AirflowNotFoundException as TaskNotFound
     from pyiceberg.utils.config import Config
 
+    from airflow_iceberg_provider.airflow_compat import AirflowNotFoundException as TaskNotFound
     from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
     from airflow_iceberg_provider.settings import ProviderSettings
 

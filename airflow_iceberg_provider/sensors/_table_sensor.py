@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.triggers.base import BaseTrigger
 
+from airflow_iceberg_provider.airflow_compat import AirflowException, conf
 from airflow_iceberg_provider.assets import check_table_identifier
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 

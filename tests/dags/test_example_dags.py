@@ -8,10 +8,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from airflow.dag_processing.dagbag import DagBag
 
 from airflow_iceberg_provider.partition_events import task_partition_keys_supported
-from tests.support.airflow_env import partitioned_scheduling, task_state, xcom_return_value
+from tests.support.airflow_env import dag_bag_class, partitioned_scheduling, task_state, xcom_return_value
+
+DagBag = dag_bag_class()
 
 DAGS_DIR = Path(__file__).resolve().parents[2] / "dags"
 EXAMPLE_DAGS = {

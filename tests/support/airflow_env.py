@@ -25,6 +25,32 @@ def migrate_airflow_db(timeout: float = 300) -> None:
         raise RuntimeError(f"airflow db migrate failed ({result.returncode}):\n{result.stderr[-3000:]}")
 
 
+def import_string(dotted_path: str):
+    """Airflow's ``import_string`` (moved to ``airflow.sdk._shared`` in Airflow 3.2)."""
+    try:
+        from airflow.sdk._shared.module_loading import import_string as airflows
+    except ImportError:  # Airflow 3.1
+        from airflow.sdk.module_loading import import_string as airflows
+    return airflows(dotted_path)
+
+
+def dag_bag_class() -> type:
+    """Airflow's ``DagBag`` (in ``airflow.dag_processing.dagbag`` since Airflow 3.2)."""
+    try:
+        from airflow.dag_processing.dagbag import DagBag
+    except ImportError:  # Airflow 3.1
+        from airflow.models.dagbag import DagBag
+    return DagBag
+
+
+def _sync_bag_to_db():
+    try:
+        from airflow.dag_processing.dagbag import sync_bag_to_db
+    except ImportError:  # Airflow 3.1
+        from airflow.models.dagbag import sync_bag_to_db
+    return sync_bag_to_db
+
+
 def partitioned_scheduling() -> bool:
     """Whether this Airflow schedules DAGs per partition (``PartitionedAssetTimetable``, Airflow 3.2+)."""
     try:
@@ -47,7 +73,8 @@ def register_dag(dag) -> None:
     from types import SimpleNamespace
 
     from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import sync_bag_to_db
+
+    sync_bag_to_db = _sync_bag_to_db()
 
     DagBundlesManager().sync_bundles_to_db()
     bag = SimpleNamespace(dags={dag.dag_id: dag}, import_errors={}, bundle_path=None, dag_warnings=set())
@@ -85,10 +112,11 @@ def xcom_value(dag_run, task_id: str, key: str):
 def sync_dag_file(path: Path) -> None:
     """Parse one DAG file and write its DAGs, serialized, to the metadata database, as the DAG processor does."""
     from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+
+    dag_bag, sync_bag_to_db = dag_bag_class(), _sync_bag_to_db()
 
     DagBundlesManager().sync_bundles_to_db()
-    bag = DagBag(dag_folder=str(path))
+    bag = dag_bag(dag_folder=str(path))
     if bag.import_errors:
         raise RuntimeError(f"{path} failed to import: {bag.import_errors}")
     sync_bag_to_db(bag, "dags-folder", None)

@@ -8,6 +8,7 @@ representative set of the Airflow-side tests (``AIRFLOW_31_TESTS``) runs there t
    allows of the Spark, Iceberg and OpenLineage providers, and the project's other dependencies and test extra from
    ``pyproject.toml`` except pyspark (no Spark job runs in this pass: the tests that submit one stay in the main
    pass);
+   and the package itself without dependencies, for its entry points (its code comes from the repository);
 2. ``env.json`` records the paths and the versions installed; written last, it marks a finished build. A file lock
    serializes concurrent builds.
 
@@ -107,6 +108,9 @@ def ensure(log=print) -> dict:
         python = venv / "bin" / "python"
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements()], check=True)
+        # The package itself, without its dependencies, for its entry points (provider info, plugin); its code is
+        # imported from the repository (``run`` puts it first on PYTHONPATH).
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(REPO_ROOT)], check=True)
         versions = subprocess.run(
             [str(python), "-c", _VERSIONS], check=True, capture_output=True, text=True
         ).stdout.strip()

@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from airflow.sdk.exceptions import AirflowException
 
+from airflow_iceberg_provider.airflow_compat import AirflowException
 from airflow_iceberg_provider.hooks.spark_job import SparkJobSubmitHook
 from airflow_iceberg_provider.job_contract import EXIT_USAGE
 from airflow_iceberg_provider.operators.spark_job import (

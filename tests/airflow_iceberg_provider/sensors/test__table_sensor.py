@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from airflow.sdk import PokeReturnValue
-from airflow.sdk.exceptions import AirflowException
 
+from airflow_iceberg_provider.airflow_compat import AirflowException
 from airflow_iceberg_provider.sensors._table_sensor import IcebergTableSensor
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from airflow.sdk import DAG
-from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
+from airflow_iceberg_provider.airflow_compat import AirflowSensorTimeout, AirflowSkipException
 from airflow_iceberg_provider.sensors.source_files import IcebergSourceFilesSensor
 from tests.support.airflow_env import run_dag, task_state
 

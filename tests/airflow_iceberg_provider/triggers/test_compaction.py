@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from airflow.sdk._shared.module_loading import import_string
-
 from airflow_iceberg_provider.triggers.compaction import IcebergCompactionNeededTrigger
+from tests.support.airflow_env import import_string
 
 
 def _first_event(trigger, timeout: float = 60):

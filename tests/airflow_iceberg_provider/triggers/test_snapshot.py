@@ -7,9 +7,9 @@ import threading
 
 import pyarrow as pa
 import pytest
-from airflow.sdk._shared.module_loading import import_string
 
 from airflow_iceberg_provider.triggers.snapshot import IcebergCatalogSnapshotTrigger, IcebergSnapshotTrigger
+from tests.support.airflow_env import import_string
 
 
 def _rebuilt(trigger):

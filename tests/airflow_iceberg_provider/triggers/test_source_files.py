@@ -8,9 +8,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from airflow.sdk._shared.module_loading import import_string
 
 from airflow_iceberg_provider.triggers.source_files import IcebergSourceFilesTrigger, storage_properties
+from tests.support.airflow_env import import_string
 
 
 def _rebuilt(trigger: IcebergSourceFilesTrigger) -> IcebergSourceFilesTrigger:
