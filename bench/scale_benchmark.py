@@ -169,9 +169,13 @@ class Tables:
         return self.built[name]
 
     def save(self, record: dict[str, Any]) -> None:
-        """Record a built table (written at once: a long build stopped midway keeps what it made)."""
-        self.built[record["name"]] = record
-        self.path.write_text(json.dumps(self.built, indent=1, sort_keys=True) + "\n")
+        """Record a built table (written at once: a long build stopped midway keeps what it made), keeping what
+        another run on the same data directory recorded meanwhile."""
+        on_disk = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.built = {**on_disk, **self.built, record["name"]: record}
+        partial = self.path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(json.dumps(self.built, indent=1, sort_keys=True) + "\n")
+        os.replace(partial, self.path)
 
 
 # ---------------------------------------------------------------------------------------------------------- the run

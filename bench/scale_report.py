@@ -96,6 +96,13 @@ def _memory_cell(record: dict[str, Any]) -> str:
     )
 
 
+def _first_plan_cell(record: dict[str, Any]) -> str:
+    runs = record["runs"]
+    ours = runs.get("ours", [{}])[0].get("seconds")
+    pyiceberg = runs.get("pyiceberg", [{}])[0].get("seconds")
+    return f"{_seconds(ours)} / {_seconds(pyiceberg)}"
+
+
 def _profile_cell(record: dict[str, Any]) -> str:
     result = record["runs"]["ours"][0]
     seconds = result.get("seconds_under_profiler") or 0.0
@@ -173,6 +180,13 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         "Cell: ours peak RSS / pyiceberg peak RSS (each in a fresh process, after imports and the table load) / "
         "Java heap: peak of the heap pools during the plan, garbage included (heap retained after a full GC with "
         f"the tasks held), in its warm JVM. Load {_load_range(memory)}.",
+    )
+    lines += _grid(
+        memory,
+        _first_plan_cell,
+        CASE_KEYS,
+        "First plan in a fresh process, seconds",
+        "Cell: ours / pyiceberg, the plan the memory row measured (nothing cached yet; the table already loaded).",
     )
     profile = by_job.get("profile", [])
     lines += _grid(

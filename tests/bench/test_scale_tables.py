@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -92,3 +93,15 @@ def test_report_renders_a_plan_record_with_its_ratio() -> None:
     row = next(line for line in text.splitlines() if line.startswith("| u1 | base | point |"))
     assert "0.500 / 1.000 (**2.00x**) ⚠" in row
     assert "(DIFFER)" in text
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+@pytest.mark.parametrize(("files", "first", "count"), [(1_000, 0, 3), (1_000, 997, 3), (100_000, 49_990, 20)])
+def test_batch_generation_gives_the_rows_of_each_file(partitioned: bool, files: int, first: int, count: int) -> None:
+    schema = scale_files.data_schema(partitioned)
+    batch = scale_files.rows_of_files(first, count, files, schema)
+    one_by_one = [
+        scale_files.rows_of(index * st.ROWS_PER_FILE, st.ROWS_PER_FILE, st.day_of_file(index, files), schema)
+        for index in range(first, first + count)
+    ]
+    assert batch.equals(pa.concat_tables(one_by_one))
