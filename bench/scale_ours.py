@@ -50,8 +50,8 @@ PROFILE_PARTS = (
     ("planner (other)", r"spark_jobs/engine/planning/"),
     ("read session", r"spark_jobs/engine/read/"),
     ("catalog and table", r"spark_jobs/engine/table/|pyiceberg/(table|catalog)"),
-    ("pyiceberg (other)", r"pyiceberg/"),
     ("file io", r"fsspec|pyiceberg/io"),
+    ("pyiceberg (other)", r"pyiceberg/"),
 )
 
 
