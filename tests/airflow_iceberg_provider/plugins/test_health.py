@@ -17,13 +17,6 @@ pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_db")]
 TABLE = "health_api.events"
 
 
-@pytest.fixture(scope="module")
-def api_app() -> object:
-    from airflow.api_fastapi.app import create_app
-
-    return create_app()
-
-
 def _client(api_app, token: str | None) -> object:
     from fastapi.testclient import TestClient
 

@@ -21,14 +21,6 @@ REPORT = "demo_dag/manual__2026-01-01T00_00_00_00_00/compact.html"
 pytestmark = [pytest.mark.airflow, pytest.mark.usefixtures("airflow_db")]
 
 
-@pytest.fixture(scope="module")
-def api_app() -> object:
-    """Airflow's API server app as ``airflow api-server`` builds it (plugins mounted from the installed package)."""
-    from airflow.api_fastapi.app import create_app
-
-    return create_app()
-
-
 @pytest.fixture
 def client(api_app) -> Iterator[object]:
     """A client of the API server without a session."""
