@@ -82,6 +82,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--data-dir", type=Path, default=BENCH_DIR / "data" / "scale")
     parser.add_argument("--java-memory", default="6g", help="the Java runner's driver memory")
+    parser.add_argument(
+        "--cold-planning-modes",
+        default="",
+        help="cold: also run our read job with these --planning-mode values (e.g. local,distributed)",
+    )
     parser.add_argument("--scan-min-rows", type=int, default=50_000_000, help="scan: tables of at least these rows")
     parser.add_argument("--results-name", help="file stem under bench/results (default scale_<UTC date and time>)")
     parser.add_argument(
@@ -438,14 +443,19 @@ class ScaleBenchmark:
                     our_args += ["--snapshot-id", str(snapshot)] + (
                         ["--filter", flt.row_filter] if flt.row_filter else []
                     )
-                    runs = self.alternate(
-                        [
-                            ("java", lambda a=java_args: timed_command(self.java_job(*a), self.java_env())),
-                            ("ours", lambda a=our_args: timed_command(self.our_job("read.py", *a), self.our_env())),
-                        ],
-                        self.args.rounds,
-                        warmup=False,
-                    )
+                    sides = [
+                        ("java", lambda a=java_args: timed_command(self.java_job(*a), self.java_env())),
+                        ("ours", lambda a=our_args: timed_command(self.our_job("read.py", *a), self.our_env())),
+                    ]
+                    for mode in filter(None, self.args.cold_planning_modes.split(",")):
+                        mode_args = [*our_args, "--planning-mode", mode]
+                        sides.append(
+                            (
+                                f"ours_{mode}",
+                                lambda a=mode_args: timed_command(self.our_job("read.py", *a), self.our_env()),
+                            )
+                        )
+                    runs = self.alternate(sides, self.args.rounds, warmup=False)
                     entry = self.record(
                         "cold",
                         files,

@@ -80,6 +80,9 @@ def _timing_cell(record: dict[str, Any]) -> str:
     if "pyiceberg_s" in summary:
         text += f" / {_seconds(summary.get('pyiceberg_s'))}"
     text += f" ({_ratio(summary.get('ratio'))})"
+    for key, value in summary.items():  # other sides of ours, e.g. a planning mode: "ours_distributed_s"
+        if key.startswith("ours_") and key.endswith("_s") and key != "ours_once_s":
+            text += f"; {key[5:-2]} {_seconds(value)}"
     if any("DIFFER" in check for check in record.get("checks", [])):
         text += " ⚠"
     return text
@@ -204,7 +207,8 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         CASE_KEYS,
         "Cold read job: one spark-submit, count(*) and sum(price)",
         "Cell: Java (`scale_java_job.py aggregate`) / ours (`read.py --aggregate`), seconds from launch to exit "
-        f"(ours/Java). Load {_load_range(cold)}.",
+        "(ours/Java); `local`, `distributed`: ours with that `--planning-mode` (`--cold-planning-modes`). "
+        f"Load {_load_range(cold)}.",
     )
     maintenance = [record for job in ("compact", "orphans", "expire", "upsert") for record in by_job.get(job, [])]
     for record in maintenance:
