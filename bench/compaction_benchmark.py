@@ -126,7 +126,7 @@ def add_deletes(table, fraction: float, rng: np.random.Generator) -> int:
             required_data_file_paths=required,
         ),
     )
-    return sum(item["record_count"] for item in positions + equality)
+    return sum(item.record_count for item in positions + equality)
 
 
 def live_files(table) -> list[int]:

@@ -97,10 +97,10 @@ def measure(mode: str) -> dict:
         "rss_peak_mib": _rss_mib(),
         "rss_peak_before_mib": baseline_rss,
         "files": len(written),
-        "rows": sum(item["record_count"] for item in written),
-        "row_groups": sum(pq.ParquetFile(item["file_path"].removeprefix("file://")).num_row_groups for item in written),
+        "rows": sum(item.record_count for item in written),
+        "row_groups": sum(pq.ParquetFile(item.file_path.removeprefix("file://")).num_row_groups for item in written),
     }
-    data = pa.concat_tables(pq.read_table(item["file_path"].removeprefix("file://")) for item in written)
+    data = pa.concat_tables(pq.read_table(item.file_path.removeprefix("file://")) for item in written)
     result["checksum"] = rows_checksum(data.sort_by("id").combine_chunks())
     delete_leftovers(contexts.write.table_location, contexts.write.write_id, set(), table.io)
     return result

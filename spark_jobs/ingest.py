@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the ingest job; returns the result the last stdout line carries."""
     from spark_jobs.engine.ingest.options import IngestOptions, check_options
     from spark_jobs.engine.shared.errors import UnsupportedFeatureError
-    from spark_jobs.spark.ingest import ingest, parquet_source_of, reads_source_files_directly
+    from spark_jobs.spark.ingest import ingest_table, parquet_source_of, reads_source_files_directly
     from spark_jobs.spark.ingest_source import read_source, unreadable_source_file
 
     args = build_parser().parse_args(argv)
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     read_seconds = time.perf_counter() - started
     log.info("source done in %.1f s", read_seconds)
     try:
-        result = ingest(spark, args.catalog, args.table, source, options)
+        result = ingest_table(spark, args.catalog, args.table, source, options)
     except UnsupportedFeatureError as error:
         raise UsageError(str(error)) from error
     except Exception as error:
@@ -127,8 +127,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if unreadable is not None:
             raise UsageError(unreadable) from error
         raise
-    result["seconds"] = {"source": round(read_seconds, 3), **result["seconds"]}
-    return result
+    return result.with_first_phase("source", read_seconds).as_json()
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def test_the_metadata_names_the_licence_and_links_the_repository_and_docs(wheel)
     assert set(urls) >= {"Repository", "Documentation", "Changelog"}
     for url in urls.values():
         assert url.startswith("https://") and "pypi.org" not in url, url
-    assert urls["Documentation"].startswith(urls["Repository"]) and urls["Documentation"].endswith("docs/guide.md")
+    assert urls["Documentation"] == urls["Repository"] + "/tree/main/docs"  # the documentation site's source
     entry_points = archive.read(f"{dist_info}/entry_points.txt").decode()
     assert "[airflow.plugins]" in entry_points and "IcebergProviderPlugin" in entry_points
     assert "[apache_airflow_provider]" in entry_points

@@ -80,7 +80,7 @@ from spark_jobs.engine.ingest.live_files import (
     rows_to_keep,
 )
 from spark_jobs.engine.ingest.options import IngestOptions, check_options
-from spark_jobs.engine.ingest.result import IngestOutcome, ingest_result
+from spark_jobs.engine.ingest.result import IngestOutcome, IngestResult
 from spark_jobs.engine.ingest.table_setup import check_source_schema, load_or_create_table
 from spark_jobs.engine.planning.scan_context import ROW_ID, row_lineage_fields, with_row_lineage
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
@@ -100,7 +100,7 @@ from spark_jobs.spark.write import (
     write_parquet_source,
 )
 
-__all__ = ["IngestOptions", "ingest"]
+__all__ = ["IngestOptions", "IngestResult", "ingest", "ingest_table"]
 log = logging.getLogger(__name__)
 SHIPPED_KEYS_MAX = 1_000_000  # distinct batch keys collected to the driver and shipped to the key scan, at most
 
@@ -126,7 +126,18 @@ def ingest(
     source: DataFrame | ParquetSource,
     options: IngestOptions,
 ) -> dict[str, Any]:
-    """Run one ingest (module doc) and return the job's result."""
+    """Run one ingest (module doc) and return the job's result line (``ingest_table``'s, as JSON)."""
+    return ingest_table(spark, catalog_name, identifier, source, options).as_json()
+
+
+def ingest_table(
+    spark: SparkSession,
+    catalog_name: str,
+    identifier: str,
+    source: DataFrame | ParquetSource,
+    options: IngestOptions,
+) -> IngestResult:
+    """Run one ingest (module doc) and return its result."""
     check_options(options)
     if isinstance(source, ParquetSource) and not reads_source_files_directly(options):
         raise ValueError(f"a ParquetSource serves append and dynamic overwrite only, not --mode {options.mode}")
@@ -145,7 +156,7 @@ def ingest(
             )
             settled_quietly(table)  # a record an earlier, undecided try of this key left is decided now
             reported = already_committed_result(earlier)
-            return ingest_result(
+            return IngestResult.of(
                 table_name, options, reported, outcome, partitions=_partitions_changed(table, reported)
             )
     start_snapshot = table.current_snapshot()
@@ -188,7 +199,7 @@ def ingest(
     committed = set() if result is None or result.already_committed else {item.file_path for item in written}
     delete_leftovers(context.table_location, context.write_id, committed, table.io)
     partitions = _partitions_changed(table, result)
-    return ingest_result(table_name, options, result, outcome, start_id=start_id, partitions=partitions)
+    return IngestResult.of(table_name, options, result, outcome, start_id=start_id, partitions=partitions)
 
 
 def _partitions_changed(table: Table, result: CommitResult | None) -> list[dict[str, Any]] | None:
