@@ -10,7 +10,8 @@
    the columns planning needs (their statistics too when equality deletes may apply).
 5. ``planned_files.gather`` attaches the deletes and returns the files as columns.
 
-Read locally, manifests are decoded a few at a time on threads and cached (``manifest_cache.manifest_columns``).
+Read locally, manifests are decoded a few at a time on threads and cached (``manifest_cache.manifest_columns``),
+and consecutive small manifests are filtered as one batch (``manifest_batches``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pyiceberg.types import StructType
 
 from spark_jobs.engine.planning.delete_index import DeleteFileIndex
 from spark_jobs.engine.planning.entry_filter import EntryFilter, survivors
+from spark_jobs.engine.planning.manifest_batches import batched_manifests
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.planned_files import PlannedFiles, gather
 from spark_jobs.engine.planning.planning_mode import PlanningMode, plan_locally, planning_modes
@@ -137,8 +139,8 @@ def _survivors(
             table, manifests, entry_filter, partition_types, deletes=deletes, with_statistics=with_statistics
         )
     return [
-        surviving_entries(columns, entry_filter, deletes=deletes, with_statistics=with_statistics)
-        for columns in manifest_columns(manifests, table.io, partition_type_of)
+        surviving_entries(batch, entry_filter, deletes=deletes, with_statistics=with_statistics)
+        for batch, _ in batched_manifests(manifest_columns(manifests, table.io, partition_type_of))
     ]
 
 
