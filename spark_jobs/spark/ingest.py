@@ -82,7 +82,7 @@ from spark_jobs.engine.ingest.live_files import (
 from spark_jobs.engine.ingest.options import IngestOptions, check_options
 from spark_jobs.engine.ingest.result import IngestOutcome, IngestResult
 from spark_jobs.engine.ingest.table_setup import check_source_schema, load_or_create_table
-from spark_jobs.engine.planning.scan_context import ROW_ID, row_lineage_fields, with_row_lineage
+from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_LINEAGE, row_lineage_fields, with_row_lineage
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.table.catalog import load_catalog
@@ -437,11 +437,24 @@ def _overwrite(job: _Job) -> SnapshotChange | None:
             context = _storing_row_lineage(context)
         kept_rows = dataframe_from_tasks(job.spark, keep.tasks, keep.context)
         kept_rows = conform_dataframe(kept_rows, context.schema, spark_types_of(context.schema))
-        job.written += write_dataframe(_dataframe(job.rows).unionByName(kept_rows, allowMissingColumns=True), context)
+        new_rows = _dataframe(job.rows)
+        if _same_columns(new_rows, kept_rows):
+            job.written += write_dataframe(new_rows.unionByName(kept_rows, allowMissingColumns=True), context)
+        else:  # the new rows lack columns the writers fill with defaults, or hold WKB for geo columns: apart
+            job.written += write_dataframe(new_rows, context)
+            job.written += write_dataframe(kept_rows, context)
         return overwrite_change(job.written, set(keep.removed_paths), kept_free=None)
     job.written += _write_rows(job.spark, job.rows, job.context)
     partitions = written_partitions(job.written)
     return overwrite_change(job.written, files_in_partitions(job.table, partitions), kept_free=partitions)
+
+
+def _same_columns(new_rows: DataFrame, kept_rows: DataFrame) -> bool:
+    """True when the new rows hold every column the kept rows do, of the same Spark type (nullability and the
+    lineage columns aside): one union writes both."""
+    new_types = {f.name: f.dataType.simpleString() for f in new_rows.schema.fields}
+    lineage = {f.name for f in ROW_LINEAGE}
+    return all(f.name in lineage or new_types.get(f.name) == f.dataType.simpleString() for f in kept_rows.schema)
 
 
 def _row_level(job: _Job) -> SnapshotChange | None:

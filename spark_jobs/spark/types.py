@@ -40,7 +40,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from spark_jobs.engine.shared.arrow_types import WkbType, is_variant_arrow, schema_to_arrow
+from spark_jobs.engine.shared.arrow_types import WkbType, is_variant_arrow, schema_to_arrow, srid_of_crs
 
 # Spark 4 takes the zone of timestamps as an argument; Spark 3.5's takes none and always gives UTC. Both read a
 # zone-less Arrow timestamp as timestamp_ntz only when asked to (Spark 4 by default, Spark 3.5 not).
@@ -94,7 +94,7 @@ def spark_geo_type(crs: str, edges: str | None) -> DataType | None:
         from pyspark.sql.types import GeographyType, GeometryType
     except ImportError:  # Spark 3.5
         return None
-    srid = _srid_of(crs)
+    srid = srid_of_crs(crs)
     try:
         if edges is None:
             return GeometryType(srid) if srid is not None else None
@@ -103,16 +103,6 @@ def spark_geo_type(crs: str, edges: str | None) -> DataType | None:
         return GeographyType(srid)
     except Exception:  # Spark refuses the SRID (an unsupported reference system): WKB binary instead
         return None
-
-
-def _srid_of(crs: str) -> int | None:
-    """The SRID of an Iceberg CRS: OGC:CRS84 is 4326, ``EPSG:n`` and ``srid:n`` are n; None for other forms."""
-    if crs.upper() == "OGC:CRS84":
-        return 4326
-    authority, _, code = crs.partition(":")
-    if authority.upper() in ("EPSG", "SRID") and code.isdigit():
-        return int(code)
-    return None
 
 
 def spark_arrow_schema_of(arrow_schema: pa.Schema) -> pa.Schema:

@@ -22,10 +22,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from pyiceberg.schema import Schema
+from pyiceberg.types import GeographyType, GeometryType, IcebergType
+from pyiceberg.types import ListType as IcebergList
+from pyiceberg.types import MapType as IcebergMap
+from pyiceberg.types import StructType as IcebergStruct
 from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructType
 
 from spark_jobs.engine.ingest.batch_keys import rows_with_keys
 from spark_jobs.engine.parquet.key_bloom_probe import KeyBloomProbe
@@ -486,41 +490,55 @@ def conform_dataframe(frame: DataFrame, schema: Schema, spark_types: dict[str, A
     """``frame`` with the schema's columns in order, in their Spark types; missing columns (and fields) as nulls.
 
     Struct fields are matched by name at every depth (inside lists and maps too), so a source struct may lack
-    optional fields of the table's or hold them in another order; Spark's own struct cast goes by position.
+    optional fields of the table's or hold them in another order; Spark's own struct cast goes by position. A
+    column or struct field the source lacks that has a ``write-default`` is left out, for the writers to write
+    the default in its exact type (``write.column_forms``); so is the cast of WKB binary to a geometry or
+    geography column (Spark casts no binary to its geo types; the writers take WKB as it is).
     """
     columns = []
     for table_field in schema.fields:
         spark_type = spark_types[table_field.name]
         if table_field.name in frame.columns:
             source_type = frame.schema[table_field.name].dataType
-            column = _conformed(F.col(f"`{table_field.name}`"), source_type, spark_type)
+            column = _conformed(F.col(f"`{table_field.name}`"), source_type, spark_type, table_field.field_type)
             columns.append(column.alias(table_field.name))
-        else:
+        elif table_field.write_default is None:
             columns.append(F.lit(None).cast(spark_type).alias(table_field.name))
     return frame.select(*columns)
 
 
-def _conformed(column: Column, source: DataType, target: DataType) -> Column:
-    """``column`` (of Spark type ``source``) as ``target``, struct fields by name, absent fields null."""
-    if source == target:
+def _conformed(column: Column, source: DataType, target: DataType, iceberg_type: IcebergType) -> Column:
+    """``column`` (of Spark type ``source``) as ``target``, struct fields by name, absent fields null (or left out
+    for the writers when they have a write default)."""
+    if source == target or (isinstance(source, BinaryType) and isinstance(iceberg_type, GeometryType | GeographyType)):
         return column
-    if isinstance(source, StructType) and isinstance(target, StructType):
+    if isinstance(source, StructType) and isinstance(target, StructType) and isinstance(iceberg_type, IcebergStruct):
         present = {f.name: f.dataType for f in source.fields}
+        table_fields = {f.name: f for f in iceberg_type.fields}
         fields = [
             (
-                _conformed(column.getField(f.name), present[f.name], f.dataType)
+                _conformed(column.getField(f.name), present[f.name], f.dataType, table_fields[f.name].field_type)
                 if f.name in present
                 else F.lit(None).cast(f.dataType)
             ).alias(f.name)
             for f in target.fields
+            if f.name in present or table_fields[f.name].write_default is None
         ]
+        if len(fields) < len(target.fields):  # a field left out for its default: the struct has fewer fields
+            return F.when(column.isNotNull(), F.struct(*fields))
         return F.when(column.isNull(), F.lit(None).cast(target)).otherwise(F.struct(*fields))
-    if isinstance(source, ArrayType) and isinstance(target, ArrayType):
-        return F.transform(column, lambda element: _conformed(element, source.elementType, target.elementType))
-    if isinstance(source, MapType) and isinstance(target, MapType):
+    if isinstance(source, ArrayType) and isinstance(target, ArrayType) and isinstance(iceberg_type, IcebergList):
+        element_type = iceberg_type.element_type
+        return F.transform(
+            column, lambda element: _conformed(element, source.elementType, target.elementType, element_type)
+        )
+    if isinstance(source, MapType) and isinstance(target, MapType) and isinstance(iceberg_type, IcebergMap):
+        key_type, value_type = iceberg_type.key_type, iceberg_type.value_type
         if source.keyType != target.keyType:
-            column = F.transform_keys(column, lambda key, _: _conformed(key, source.keyType, target.keyType))
+            column = F.transform_keys(column, lambda key, _: _conformed(key, source.keyType, target.keyType, key_type))
         if source.valueType != target.valueType:
-            column = F.transform_values(column, lambda _, value: _conformed(value, source.valueType, target.valueType))
+            column = F.transform_values(
+                column, lambda _, value: _conformed(value, source.valueType, target.valueType, value_type)
+            )
         return column
     return column.cast(target)

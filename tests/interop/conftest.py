@@ -1,6 +1,8 @@
-"""Fixtures of the interop suite: the Java environment, one Iceberg Java session and one DuckDB connection per module.
+"""Fixtures of the interop suite: the Java environments, one Iceberg Java session and one DuckDB connection per module.
 
-Java's JdbcCatalog and DuckDB read the session's ``testing`` catalog (SQLite) that our jobs write to.
+Java's JdbcCatalog and DuckDB read the session's ``testing`` catalog (SQLite) that our jobs write to. Iceberg 1.10.2
+on Spark 3.5 (``iceberg_java``) reads every table; Iceberg 1.12.0 on Spark 4.1 (``iceberg_java_112``, its own venv)
+writes and reads format v3's new types.
 """
 
 from __future__ import annotations
@@ -28,15 +30,39 @@ def java_environment() -> java_env.JavaEnv:
 @pytest.fixture(scope="module")
 def iceberg_java(java_environment, testing_catalog, session_tmp: Path, request) -> Iterator[IcebergJava]:
     """One Iceberg Java session for the module, on the ``testing`` catalog."""
+    yield from _java_session(java_environment, session_tmp, request.module.__name__)
+
+
+@pytest.fixture(scope="session")
+def java_environment_112() -> java_env.JavaEnv:
+    """Spark 4.1 + the Iceberg 1.12 runtime (built on first use, then cached per machine)."""
+    return java_env.ensure("1.12")
+
+
+@pytest.fixture(scope="module")
+def iceberg_java_112(java_environment_112, testing_catalog, session_tmp: Path, request) -> Iterator[IcebergJava]:
+    """One Iceberg 1.12 session (Spark 4.1, geospatial types on) for the module, on the ``testing`` catalog."""
+    yield from _java_session(
+        java_environment_112, session_tmp, request.module.__name__, {"spark.sql.geospatial.enabled": "true"}
+    )
+
+
+def _java_session(
+    environment: java_env.JavaEnv, session_tmp: Path, module: str, spark_conf: dict[str, str] | None = None
+) -> Iterator[IcebergJava]:
     started = time.monotonic()
     session = IcebergJava(
-        java_environment,
+        environment,
         catalog=CATALOG,
         catalog_uri=os.environ["PYICEBERG_CATALOG__TESTING__URI"],
         warehouse=os.environ["PYICEBERG_CATALOG__TESTING__WAREHOUSE"],
-        log_path=session_tmp / f"iceberg-java-{request.module.__name__.rsplit('.', 1)[-1]}.log",
+        log_path=session_tmp / f"iceberg-java-{environment.iceberg_version}-{module.rsplit('.', 1)[-1]}.log",
+        spark_conf=spark_conf,
     )
-    print(f"Iceberg Java (Spark {session.spark_version}) started in {time.monotonic() - started:.1f}s")
+    print(
+        f"Iceberg Java {environment.iceberg_version} (Spark {session.spark_version}) started in "
+        f"{time.monotonic() - started:.1f}s"
+    )
     yield session
     session.close()
 

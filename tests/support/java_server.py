@@ -13,6 +13,12 @@ cannot corrupt an answer). An answer is ``{"ok": true, "result": ...}`` or ``{"o
   ``columns`` may name Iceberg's metadata columns (``_file``, ``_pos``).
 - ``sql`` (query): the rows of a Spark SQL statement, values as JSON (others as strings).
 - ``puffin_blobs`` (path): the blobs of a Puffin file as Java's Puffin reader lists them, each read back whole.
+- Through Iceberg's Java API, for what Spark cannot express (Spark 4.1 has no nanosecond timestamps, and no DDL for
+  default values): ``create_table`` (table, schema and partition spec as Iceberg JSON, properties),
+  ``add_column`` (table, name, type, default, write_default?: a column with defaults, ``UpdateSchema``),
+  ``append_rows`` (table, rows as Iceberg single-value JSON objects keyed by field id: one data file per
+  partition, written by Java's own Parquet writer, ``InternalData``, and appended), and ``generic_rows``
+  (table, snapshot_id?, columns?: the rows ``IcebergGenerics`` reads, deletes applied, as single-value JSON).
 """
 
 from __future__ import annotations
@@ -132,10 +138,17 @@ class Server:
             self.spark._jsparkSession, f"{self.catalog}.{table}"
         )
 
-    def checksum(self, table: str, snapshot_id: int | None = None, columns: list[str] | None = None) -> dict:
+    def _reader(self, snapshot_id: int | None):
+        """A DataFrame reader of Iceberg tables, at a snapshot when given (Iceberg's option on Spark 3, Spark's
+        ``versionAsOf`` on Spark 4, which refuses the other)."""
         reader = self.spark.read.format("iceberg")
-        if snapshot_id is not None:
-            reader = reader.option("snapshot-id", str(snapshot_id))
+        if snapshot_id is None:
+            return reader
+        option = "snapshot-id" if self.spark.version.startswith("3.") else "versionAsOf"
+        return reader.option(option, str(snapshot_id))
+
+    def checksum(self, table: str, snapshot_id: int | None = None, columns: list[str] | None = None) -> dict:
+        reader = self._reader(snapshot_id)
         frame = reader.load(f"{self.catalog}.{table}")
         if columns is not None:
             frame = frame.select(*(_q(c) for c in columns))
@@ -145,9 +158,7 @@ class Server:
         """Write the rows Java reads to ``path`` as an Arrow IPC file; return the row count."""
         import pyarrow as pa
 
-        reader = self.spark.read.format("iceberg")
-        if snapshot_id is not None:
-            reader = reader.option("snapshot-id", str(snapshot_id))
+        reader = self._reader(snapshot_id)
         frame = reader.load(f"{self.catalog}.{table}")
         if columns is not None:
             frame = frame.select(*(_q(c) for c in columns))
@@ -189,6 +200,96 @@ class Server:
             return blobs
         finally:
             reader.close()
+
+    # ---------------------------------------------------------------------------------- Iceberg's Java API
+    def _catalog(self):
+        return self.spark._jsparkSession.sessionState().catalogManager().catalog(self.catalog).icebergCatalog()
+
+    def _identifier(self, table: str):
+        return self.spark._jvm.org.apache.iceberg.catalog.TableIdentifier.parse(table)
+
+    def create_table(self, table: str, schema: str, spec: str | None = None, properties: dict | None = None) -> None:
+        jvm = self.spark._jvm
+        iceberg = jvm.org.apache.iceberg
+        parsed = iceberg.SchemaParser.fromJson(schema)
+        partition_spec = (
+            iceberg.PartitionSpecParser.fromJson(parsed, spec) if spec else iceberg.PartitionSpec.unpartitioned()
+        )
+        props = jvm.java.util.HashMap()
+        for key, value in (properties or {}).items():
+            props.put(key, value)
+        self._catalog().createTable(self._identifier(table), parsed, partition_spec, props)
+
+    def add_column(self, table: str, name: str, type: str, default: str, write_default: str | None = None) -> None:
+        """Add an optional column whose initial and write default are ``default`` (single-value JSON), then, when
+        given, set its write default to ``write_default``."""
+        iceberg = self.spark._jvm.org.apache.iceberg
+        loaded = self._catalog().loadTable(self._identifier(table))
+        column_type = iceberg.types.Types.fromPrimitiveString(type)
+
+        def literal(text: str):
+            value = iceberg.SingleValueParser.fromJson(column_type, text)  # py4j may box it narrower: converted back
+            return iceberg.expressions.Expressions.lit(value).to(column_type)
+
+        loaded.updateSchema().addColumn(name, column_type, None, literal(default)).commit()
+        if write_default is not None:
+            loaded.refresh()
+            loaded.updateSchema().updateColumnDefault(name, literal(write_default)).commit()
+
+    def append_rows(self, table: str, rows: list[dict]) -> int:
+        """Write ``rows`` with Java's Parquet writer, one file per partition, and append them; the snapshot id."""
+        iceberg = self.spark._jvm.org.apache.iceberg
+        loaded = self._catalog().loadTable(self._identifier(table))
+        struct = loaded.schema().asStruct()
+        files = iceberg.io.OutputFileFactory.builderFor(loaded, 1, 1).format(iceberg.FileFormat.PARQUET).build()
+        by_partition: dict[str, tuple] = {}
+        for row in rows:
+            record = iceberg.SingleValueParser.fromJson(struct, json.dumps(row))
+            key = iceberg.PartitionKey(loaded.spec(), loaded.schema())
+            key.partition(record)
+            by_partition.setdefault(key.toString(), (key, []))[1].append(record)
+        append = loaded.newAppend()
+        for key, records in by_partition.values():
+            output = files.newOutputFile(loaded.spec(), key).encryptingOutputFile()
+            writer = iceberg.InternalData.write(iceberg.FileFormat.PARQUET, output).schema(loaded.schema()).build()
+            for record in records:
+                writer.add(record)
+            writer.close()
+            data_file = (
+                iceberg.DataFiles.builder(loaded.spec())
+                .withPath(output.location())
+                .withFileSizeInBytes(writer.length())
+                .withMetrics(writer.metrics())
+                .withFormat(iceberg.FileFormat.PARQUET)
+                .withPartition(key)
+                .build()
+            )
+            append.appendFile(data_file)
+        append.commit()
+        return loaded.currentSnapshot().snapshotId()
+
+    def generic_rows(self, table: str, snapshot_id: int | None = None, columns: list[str] | None = None) -> list:
+        """The rows Java's generic reader returns, each a single-value JSON object keyed by field id."""
+        iceberg = self.spark._jvm.org.apache.iceberg
+        loaded = self._catalog().loadTable(self._identifier(table))
+        scan = iceberg.data.IcebergGenerics.read(loaded)
+        if snapshot_id is not None:
+            scan = scan.useSnapshot(self.spark._jvm.java.lang.Long.parseLong(str(snapshot_id)))
+        schema = loaded.schemas().get(loaded.snapshot(snapshot_id).schemaId()) if snapshot_id else loaded.schema()
+        if columns is not None:
+            scan = scan.select(self.spark._jvm.java.util.ArrayList(columns))
+            schema = schema.select(self.spark._jvm.java.util.ArrayList(columns))
+        struct = schema.asStruct()
+        rows = []
+        iterable = scan.build()
+        try:
+            iterator = iterable.iterator()
+            while iterator.hasNext():
+                internal = iceberg.data.InternalRecordWrapper(struct).wrap(iterator.next())
+                rows.append(json.loads(iceberg.SingleValueParser.toJson(struct, internal)))
+        finally:
+            iterable.close()
+        return rows
 
 
 def _empty_arrow(frame):

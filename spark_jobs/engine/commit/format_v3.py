@@ -7,8 +7,10 @@ Glue, Hive) can commit to a v3 table. Our engine writes what v3 asks of a commit
 with row lineage, deletion vectors: ``manifest_writers``, ``row_lineage``, ``write.deletion_vector_files``), so:
 
 1. ``check_writable`` refuses a table we cannot write correctly, with one line naming the feature: a format other
-   than 2 or 3; in v3, a column of a type new in v3 that the engine does not write (variant, geometry, geography,
-   unknown, nanosecond timestamps), or a default value (``initial-default`` / ``write-default``) on any field.
+   than 2 or 3; in v3, an ``unknown`` list element, map key or value (files store no ``unknown`` field; the
+   engine leaves them out of structs only), or a non-null default on a variant, geometry, geography or
+   ``unknown`` column (the spec allows none). Every other type and default is written (``write.column_forms``,
+   ``write.column_metrics``).
 2. ``allow_v3_metadata_writes`` lets pyiceberg serialize v3 metadata with pydantic's own dump (the same model, by
    alias, nulls left out; ``next-row-id`` written even when pyiceberg left it unset, as a new table does), once
    per process, before a commit to (or the creation of) a v3 table. Every schema whose text was read
@@ -33,8 +35,9 @@ from spark_jobs.engine.shared import iceberg_model
 from spark_jobs.engine.shared.errors import UnsupportedFeatureError, UserInputError
 
 WRITABLE_FORMAT_VERSIONS = (2, 3)
-# Type names (as pyiceberg spells them) that only v3 has and that the engine does not write.
-_UNSUPPORTED_V3_TYPES = ("variant", "geometry", "geography", "unknown", "timestamp_ns", "timestamptz_ns")
+# Types (as pyiceberg spells them, without parameters) whose columns the spec lets default to null only.
+_NULL_DEFAULT_ONLY = ("variant", "geometry", "geography", "unknown")
+_UNKNOWN = "unknown"
 
 
 class UnwritableTableError(UnsupportedFeatureError, UserInputError):
@@ -57,12 +60,26 @@ def check_writable(table: Table) -> None:
 def unsupported_v3_feature(schema: Schema) -> str | None:
     """The first v3 feature of ``schema`` the engine cannot write, described for an error line; None if none."""
     for field in _fields(schema.as_struct()):
-        type_name = str(field.field_type).split("(")[0].split("<")[0].strip().lower()
-        if type_name in _UNSUPPORTED_V3_TYPES:
-            return f"the {type_name} type (column {field.name}, field id {field.field_id})"
-        if field.initial_default is not None or field.write_default is not None:
-            return f"default values (column {field.name}, field id {field.field_id})"
+        type_name = _type_name(field.field_type)
+        if type_name in _NULL_DEFAULT_ONLY and (field.initial_default is not None or field.write_default is not None):
+            where = f"column {field.name}, field id {field.field_id}"
+            return f"a default value on a {type_name} column, which the spec forbids ({where})"
+        for inner in _collection_fields(field.field_type):
+            if _type_name(inner.field_type) == _UNKNOWN:
+                return f"the unknown type inside a list or map (column {field.name}, field id {inner.field_id})"
     return None
+
+
+def _type_name(field_type: IcebergType) -> str:
+    return str(field_type).split("(")[0].split("<")[0].strip().lower()
+
+
+def _collection_fields(field_type: IcebergType) -> list[NestedField]:
+    if isinstance(field_type, ListType):
+        return [field_type.element_field]
+    if isinstance(field_type, MapType):
+        return [field_type.key_field, field_type.value_field]
+    return []
 
 
 def _fields(struct: StructType) -> Iterator[NestedField]:

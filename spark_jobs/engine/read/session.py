@@ -1,7 +1,9 @@
 """Open a merge-on-read read on the driver: table, snapshot, read schema, plan, and the context executors need.
 
 1. Load the table through pyiceberg's configuration and resolve the snapshot (current, id, ref or as-of time).
-2. Choose the output columns (all, or the named ones in the given order) from the snapshot's read schema.
+2. Choose the output columns (all, or the named ones in the given order) from the snapshot's read schema; a name
+   no column has may be one of Iceberg's metadata columns (``planning.metadata_columns``: ``_file``, ``_pos``,
+   ``_spec_id``, ``_partition``, and on v3 ``_row_id``, ``_last_updated_sequence_number``).
 3. Plan the scan (pruning, delete attachment, splitting and packing).
 4. Build the read schema: output fields, then fields only the filter needs, then fields only equality deletes
    need; an equality field id of a dropped column is taken from the newest schema that still has it.
@@ -13,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +29,7 @@ from pyiceberg.types import NestedField
 
 from spark_jobs.engine.planning.file_selection import RemoteManifestReader
 from spark_jobs.engine.planning.planning_mode import PlanningMode
+from spark_jobs.engine.planning.metadata_columns import FILE_CONSTANT_IDS, metadata_field, with_file_constants
 from spark_jobs.engine.planning.scan_context import DEFAULT_BATCH_SIZE, ScanContext
 from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
@@ -114,7 +117,9 @@ def open_read_session(
         iceberg_table = load_table(catalog_object, table)
     table_name = ".".join(iceberg_table.name())
     target = resolve_read_target(iceberg_table, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
-    output_fields = select_output_fields(table_name, target.schema, columns)
+    output_fields = select_output_fields(
+        table_name, target.schema, columns, metadata=lambda name: metadata_field(iceberg_table, name)
+    )
     metrics = ScanMetrics()
     plan = plan_scan(
         iceberg_table,
@@ -129,6 +134,10 @@ def open_read_session(
         planning_mode=planning_mode,
         key_sets=key_sets,
     )
+    if any(f.field_id in FILE_CONSTANT_IDS for f in output_fields):
+        output_ids = [f.field_id for f in output_fields]
+        tasks = [ScanTask(tuple(with_file_constants(iceberg_table, task.slices, output_ids))) for task in plan.tasks]
+        plan = dataclasses.replace(plan, tasks=tasks)
     context = build_scan_context(
         iceberg_table,
         target.schema,
@@ -163,16 +172,26 @@ def open_read_session(
 
 
 def select_output_fields(
-    table_name: str, schema: Schema, columns: list[str] | tuple[str, ...] | None
+    table_name: str,
+    schema: Schema,
+    columns: list[str] | tuple[str, ...] | None,
+    metadata: Callable[[str], NestedField | None] = lambda _: None,
 ) -> list[NestedField]:
-    """The top-level fields to return: all of them, or the named ones in the order given."""
+    """The top-level fields to return: all of them, or the named ones in the order given; a name no column has is
+    looked up among the metadata columns (``metadata``)."""
     if not columns:
         return list(schema.fields)
     by_name = {f.name: f for f in schema.fields}
+    for name in columns:
+        if name not in by_name:
+            found = metadata(name)
+            if found is not None:
+                by_name[name] = found
     unknown = [name for name in columns if name not in by_name]
     if unknown:
         raise UserInputError(
-            f"table {table_name} has no column {', '.join(map(repr, unknown))}; columns: {', '.join(by_name)}"
+            f"table {table_name} has no column {', '.join(map(repr, unknown))}; columns: "
+            f"{', '.join(f.name for f in schema.fields)}"
         )
     if len(set(columns)) != len(columns):
         raise UserInputError(f"columns for table {table_name} name a column twice: {list(columns)}")

@@ -10,6 +10,10 @@ converter with three types of its own, the same in every process:
    carrying the CRS (and ``"edges": "spherical"`` etc. for geography). pyarrow writes it as Parquet's ``GEOMETRY``
    and ``GEOGRAPHY`` logical types with their geospatial statistics; Spark adapters map it to Spark's own types.
 3. Everything else as pyiceberg converts it.
+
+Spark hands the same types over in its own Arrow forms (``spark_geo_form``: a struct of ``srid`` and ``wkb``
+marked ``geometry`` or ``geography``; a variant as a struct of ``value`` and ``metadata``); the writers bring them
+to the forms above (``write.column_forms``). A CRS and Spark's SRIDs are matched by ``srid_of_crs``.
 """
 
 from __future__ import annotations
@@ -79,6 +83,29 @@ def schema_to_arrow(
 ) -> Any:
     """The Arrow schema (or type) of an Iceberg schema (or type), as the module doc says."""
     return visit(schema, _ConvertToArrow(metadata or {}, include_field_ids))
+
+
+def srid_of_crs(crs: str) -> int | None:
+    """The SRID of an Iceberg CRS: OGC:CRS84 is 4326, ``EPSG:n`` and ``srid:n`` are n; None for other forms."""
+    if crs.upper() == "OGC:CRS84":
+        return 4326
+    authority, _, code = crs.partition(":")
+    if authority.upper() in ("EPSG", "SRID") and code.isdigit():
+        return int(code)
+    return None
+
+
+def spark_geo_form(arrow_type: pa.DataType) -> tuple[str, int | None] | None:
+    """(``"geometry"`` or ``"geography"``, the SRID its metadata names or None) for Spark 4.1+'s Arrow form of its
+    geo types (a struct of ``srid`` and ``wkb``, the ``wkb`` field marked); None for any other type."""
+    if not pa.types.is_struct(arrow_type) or {field.name for field in arrow_type} != {"srid", "wkb"}:
+        return None
+    marks = arrow_type.field("wkb").metadata or {}
+    for kind in ("geometry", "geography"):
+        if marks.get(kind.encode()) == b"true":
+            srid = marks.get(b"srid", b"")
+            return kind, int(srid) if srid.lstrip(b"-").isdigit() else None
+    return None
 
 
 def is_variant_arrow(arrow_type: pa.DataType) -> bool:

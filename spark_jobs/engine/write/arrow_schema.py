@@ -1,9 +1,13 @@
 """Conform Arrow data to an Iceberg schema: columns by name, in schema order, cast, with field ids for Parquet.
 
+Files store every field but those of type ``unknown`` (always null: the spec keeps them out of data files, as
+Iceberg Java does); ``stored_schema`` is the schema files are written with.
+
 A null struct may have required fields (an optional struct ``s`` with a required ``s.x``). Arrow keeps child values
 under a null parent, and Parquet's writer refuses a required child with nulls even where its parent is null. So:
 
-1. Take each column by name, cast to the file's Arrow type; a column the data lacks becomes nulls.
+1. Take each column by name, brought to the file's Arrow type (``column_forms``: Spark's forms of format v3's
+   types, casts); a column the data lacks takes its ``write-default``, else nulls.
 2. In every struct (also inside lists), a required child's nulls that lie under a null parent get a placeholder
    value of the child's type (zero, empty, or a struct of placeholders). Readers never see it: the parent is null.
 3. A required child null under a present parent is left as it is: the ingest refuses it before writing, and the
@@ -19,17 +23,51 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.schema import Schema
+from pyiceberg.types import NestedField, StructType
 
 from spark_jobs.engine.shared.arrow_types import schema_to_arrow
+from spark_jobs.engine.write.column_forms import conformed_column, default_column
+
+UNKNOWN_TYPE = "unknown"
+
+
+def stored_schema(schema: Schema) -> Schema:
+    """``schema`` without its ``unknown`` fields, at any depth of structs: the fields data files hold."""
+    if not any(_holds_unknown(f) for f in schema.fields):
+        return schema
+    return Schema(
+        *(_stored_field(f) for f in schema.fields if not _is_unknown(f)),
+        schema_id=schema.schema_id,
+        identifier_field_ids=schema.identifier_field_ids,
+    )
+
+
+def _is_unknown(field: NestedField) -> bool:
+    return str(field.field_type) == UNKNOWN_TYPE
+
+
+def _holds_unknown(field: NestedField) -> bool:
+    if _is_unknown(field):
+        return True
+    return isinstance(field.field_type, StructType) and any(_holds_unknown(f) for f in field.field_type.fields)
+
+
+def _stored_field(field: NestedField) -> NestedField:
+    if not isinstance(field.field_type, StructType) or not _holds_unknown(field):
+        return field
+    kept = StructType(*(_stored_field(f) for f in field.field_type.fields if not _is_unknown(f)))
+    return field.model_copy(update={"field_type": kept})
 
 
 def file_arrow_schema(schema: Schema) -> pa.Schema:
-    """The Arrow schema Parquet files are written with: Iceberg types, field ids in the field metadata."""
-    return schema_to_arrow(schema, include_field_ids=True)
+    """The Arrow schema Parquet files are written with: Iceberg types, field ids in the field metadata, no
+    ``unknown`` field."""
+    return schema_to_arrow(stored_schema(schema), include_field_ids=True)
 
 
 def conform_to_schema(data: pa.Table, schema: Schema, target: pa.Schema | None = None) -> pa.Table:
-    """``data``'s columns in ``schema``'s order and types (by name); a column ``data`` lacks becomes nulls.
+    """``data``'s columns in ``schema``'s order and types (by name); a column ``data`` lacks takes its write default
+    (else nulls); ``unknown`` columns are left out (module doc).
 
     ``target`` is ``file_arrow_schema(schema)`` when the caller keeps it (a writer conforms every batch it gets).
     The caller has checked compatibility (see ``ingest`` schema check); a cast that fails here is a bug upstream.
@@ -37,13 +75,13 @@ def conform_to_schema(data: pa.Table, schema: Schema, target: pa.Schema | None =
     if target is None:
         target = file_arrow_schema(schema)
     columns = []
-    for target_field in target:
+    for table_field, target_field in zip(stored_schema(schema).fields, target, strict=True):
         if target_field.name in data.column_names:
-            column = data.column(target_field.name)
-            if column.type != target_field.type:
-                column = column.cast(target_field.type)
+            column = conformed_column(
+                data.column(target_field.name), table_field.field_type, target_field.type, target_field.name
+            )
         else:
-            column = pa.nulls(data.num_rows, type=target_field.type)
+            column = default_column(table_field, data.num_rows, target_field.type)
         if _has_required_field_in_struct(target_field.type):
             column = pa.chunked_array(
                 [_fill_under_null_parents(chunk) for chunk in _chunks(column)], type=target_field.type

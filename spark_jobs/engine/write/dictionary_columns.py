@@ -35,7 +35,7 @@ def dictionary_columns(data: pa.Table, page_limit: int) -> list[str]:
     for field in data.schema:
         if pa.types.is_nested(field.type):
             chosen.extend(_leaf_paths(field.name, field.type))
-        elif _dictionary_pays(sample.column(field.name), field.type, page_limit):
+        elif _dictionary_pays(_storage(sample.column(field.name)), _storage_type(field.type), page_limit):
             chosen.append(field.name)
     return chosen
 
@@ -58,6 +58,18 @@ def _dictionary_pays(column: pa.ChunkedArray, data_type: pa.DataType, page_limit
         dictionary = width * len(distinct)
     indices = count * max(1, math.ceil(math.log2(max(2, len(distinct))))) / 8
     return dictionary <= page_limit and dictionary + indices < plain
+
+
+def _storage_type(data_type: pa.DataType) -> pa.DataType:
+    """An extension type's storage type (e.g. WKB's binary), else the type itself."""
+    return data_type.storage_type if isinstance(data_type, pa.BaseExtensionType) else data_type
+
+
+def _storage(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """An extension column's storage (what Parquet encodes), else the column itself."""
+    if not isinstance(column.type, pa.BaseExtensionType):
+        return column
+    return pa.chunked_array([chunk.storage for chunk in column.chunks], type=column.type.storage_type)
 
 
 def _plain_width(data_type: pa.DataType) -> int | None:

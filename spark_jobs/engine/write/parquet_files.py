@@ -8,8 +8,8 @@
    written so far are checked and the file is closed once it reaches ``write.target-file-size-bytes``.
    ``RollingParquetWriter`` takes the rows as they come (batch by batch) and holds at most one chunk;
    ``write_files`` writes a table already in memory through it.
-3. Each closed file is described with pyiceberg's column metrics (``data_file_statistics_from_parquet_metadata``
-   under the table's metrics modes) as a plain dict (``file_entries.describe_file``).
+3. Each closed file is described with its column metrics under the table's metrics modes (``column_metrics``:
+   pyiceberg's, completed for format v3's types) as a plain dict (``file_entries.describe_file``).
 """
 
 from __future__ import annotations
@@ -21,16 +21,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
-from pyiceberg.io.pyarrow import (
-    compute_statistics_plan,
-    data_file_statistics_from_parquet_metadata,
-    parquet_path_to_id_mapping,
-)
 from pyiceberg.manifest import DataFileContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import TableProperties
 
 from spark_jobs.engine.table.properties import int_property
+from spark_jobs.engine.write.column_metrics import file_statistics
 from spark_jobs.engine.write.dictionary_columns import dictionary_columns
 from spark_jobs.engine.write.file_entries import WrittenFile, describe_file
 
@@ -181,18 +177,14 @@ class _OpenFile:
         finally:
             self._stream.close()
         target = self._target
-        statistics = data_file_statistics_from_parquet_metadata(
-            parquet_metadata=metadata,
-            stats_columns=compute_statistics_plan(target.schema, target.properties),
-            parquet_column_mapping=parquet_path_to_id_mapping(target.schema),
-        )
+        statistics = file_statistics(metadata, target.schema, target.properties)
         return describe_file(
             content=target.content,
             file_path=self.path,
             file_size_in_bytes=len(target.io.new_input(self.path)),
             spec_id=target.spec_id,
             partition_values=list(target.partition_values),
-            statistics=statistics.to_serialized_dict(),
+            statistics=statistics,
             equality_ids=list(target.equality_ids) if target.equality_ids else None,
             sort_order_id=target.sort_order_id,
             referenced_data_file=target.referenced_data_file,

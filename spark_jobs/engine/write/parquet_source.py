@@ -206,9 +206,10 @@ def _as_planned(schema: pa.Schema, int96: frozenset[int]) -> pa.Schema:
 
 
 def _plain_type(arrow_type: pa.DataType) -> bool:
-    """Types read the same by Spark and pyarrow, and mapped to one Iceberg type."""
+    """Types read the same by Spark and pyarrow, and mapped to one Iceberg type; and nanosecond timestamps, which
+    Spark cannot read (``PARQUET_TYPE_ILLEGAL``) and pyarrow reads exactly (into ``timestamp_ns`` columns)."""
     if pa.types.is_timestamp(arrow_type):
-        return arrow_type.unit == "us" and arrow_type.tz in (None, "UTC", "+00:00")
+        return arrow_type.unit in ("us", "ns") and arrow_type.tz in (None, "UTC", "+00:00")
     return (
         pa.types.is_boolean(arrow_type)
         or arrow_type in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64())

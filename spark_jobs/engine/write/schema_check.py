@@ -2,14 +2,16 @@
 
 Rules (by field name, exact case, at every depth: top-level columns and the fields of structs, also inside lists
 and maps):
-1. A table field the source lacks: optional becomes null; required is an error.
+1. A table field the source lacks takes its ``write-default``; else optional becomes null, required is an error.
 2. A source field the table lacks: an error, unless schema evolution is allowed; then it is added as an optional
    field (structs, lists and maps included), committed atomically with the data. Fresh field ids are assigned as
    Iceberg Java's ``UpdateSchema`` does: from the table's ``last-column-id`` on, each added field before its nested
    fields (the fields of one struct before what they hold). Fields cannot be added to a map's key.
 3. Types must match, or be an Iceberg promotion (int -> long, float -> double, decimal precision widening); a
    primitive where the table has a struct, list or map (or the reverse), and any narrowing, is an error naming the
-   field and both types.
+   field and both types. Format v3's types as sources give them: a variant as Spark's variant struct; a geometry
+   or geography as Spark's geo type of the SRID the column's CRS names, or as WKB binary; a nanosecond timestamp
+   from microseconds (exact); an ``unknown`` column from nulls only (Arrow's null type) or not at all.
 All problems are reported together in one ``UserInputError``.
 """
 
@@ -29,6 +31,8 @@ from pyiceberg.types import (
     DecimalType,
     DoubleType,
     FloatType,
+    GeographyType,
+    GeometryType,
     IcebergType,
     IntegerType,
     ListType,
@@ -37,14 +41,25 @@ from pyiceberg.types import (
     NestedField,
     StringType,
     StructType,
+    TimestampNanoType,
     TimestampType,
+    TimestamptzNanoType,
     TimestamptzType,
     TimeType,
+    UnknownType,
 )
 
+from spark_jobs.engine.shared.arrow_types import WkbType, is_variant_arrow, spark_geo_form, srid_of_crs
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.iceberg_model import VariantType
 
-_PROMOTIONS = {(IntegerType(), LongType()), (FloatType(), DoubleType())}
+_PROMOTIONS = {
+    (IntegerType(), LongType()),
+    (FloatType(), DoubleType()),
+    (TimestampType(), TimestampNanoType()),  # microseconds are nanoseconds exactly
+    (TimestamptzType(), TimestamptzNanoType()),
+}
+_CRS84_SRID = 4326
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,9 @@ def _merge_struct(
         name = path + table_field.name
         source_field = source_fields.get(table_field.name)
         if source_field is None:
+            if table_field.write_default is not None:
+                fields.append(table_field)
+                continue
             if table_field.required:
                 merge.problems.append(f"required {noun} {name!r} is missing from the source")
             merge.null_filled.append(name)
@@ -202,6 +220,21 @@ def _is_list(arrow_type: pa.DataType) -> bool:
 
 def iceberg_type_of(arrow_type: pa.DataType) -> IcebergType | None:
     """The Iceberg primitive type of an Arrow type, or None for nested and unsupported types."""
+    if is_variant_arrow(arrow_type):
+        return VariantType()
+    geo_form = spark_geo_form(arrow_type)
+    if geo_form is not None:
+        kind, srid = geo_form
+        crs = "OGC:CRS84" if srid == _CRS84_SRID else f"srid:{srid}"
+        return GeometryType(crs) if kind == "geometry" else GeographyType(crs)
+    if isinstance(arrow_type, WkbType):
+        if arrow_type.edges is not None:
+            return GeographyType(arrow_type.crs, arrow_type.edges)
+        return GeometryType(arrow_type.crs)
+    if pa.types.is_null(arrow_type):
+        return UnknownType()
+    if pa.types.is_timestamp(arrow_type) and arrow_type.unit == "ns":
+        return TimestamptzNanoType() if arrow_type.tz else TimestampNanoType()
     if pa.types.is_boolean(arrow_type):
         return BooleanType()
     if pa.types.is_integer(arrow_type):
@@ -225,9 +258,27 @@ def iceberg_type_of(arrow_type: pa.DataType) -> IcebergType | None:
     return None
 
 
+def _same_geo_type(source_type: IcebergType, table_type: GeometryType | GeographyType) -> bool:
+    """A source geo value fits a geo column of the same kind and CRS (by SRID where both name one)."""
+    if type(source_type) is not type(table_type):
+        return False
+    assert isinstance(source_type, GeometryType | GeographyType)
+    geographies = isinstance(source_type, GeographyType) and isinstance(table_type, GeographyType)
+    if geographies and source_type.algorithm != table_type.algorithm:  # type: ignore[union-attr]
+        return False
+    source_srid, table_srid = srid_of_crs(source_type.crs), srid_of_crs(table_type.crs)
+    if source_srid is not None and table_srid is not None:
+        return source_srid == table_srid
+    return source_type.crs == table_type.crs
+
+
 def _fits(source_type: IcebergType, table_type: IcebergType) -> bool:
     if source_type == table_type or (source_type, table_type) in _PROMOTIONS:
         return True
+    if isinstance(source_type, UnknownType):
+        return True  # nulls only: any optional column (a required one is refused for its nulls)
+    if isinstance(table_type, GeometryType | GeographyType):
+        return isinstance(source_type, BinaryType) or _same_geo_type(source_type, table_type)
     if isinstance(source_type, DecimalType) and isinstance(table_type, DecimalType):
         return source_type.scale == table_type.scale and source_type.precision <= table_type.precision
     return False

@@ -28,7 +28,7 @@ from pyiceberg.typedef import Record
 
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.shared.storage import file_io_properties
-from spark_jobs.engine.write.arrow_schema import conform_to_schema, file_arrow_schema
+from spark_jobs.engine.write.arrow_schema import conform_to_schema, file_arrow_schema, stored_schema
 from spark_jobs.engine.write.delete_files import write_equality_deletes, write_position_deletes
 from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.parquet_files import FileTarget, RollingParquetWriter, write_files
@@ -112,7 +112,7 @@ class WriteContext:
         return FileTarget(
             io=self.io,
             new_path=new_path,
-            schema=self.schema,
+            schema=stored_schema(self.schema),
             properties=self.properties,
             spec_id=spec_id,
             partition_values=partition_values,

@@ -14,7 +14,7 @@ from spark_jobs import compact as compact_job
 from spark_jobs.engine.commit.producer import CommitConflictError
 from spark_jobs.engine.planning.scan_tasks import DeletionVector
 from spark_jobs.engine.read.session import open_read_session
-from spark_jobs.engine.shared.errors import EngineError, UnsupportedFeatureError
+from spark_jobs.engine.shared.errors import EngineError
 from spark_jobs.engine.table.manifest_entries import (
     first_row_id,
     manifest_first_row_id,
@@ -222,7 +222,7 @@ def test_a_v3_upsert_losing_to_a_compaction_fails_and_writes_nothing(spark, test
     assert _ids(table) == [i for i in range(20) if i != 5]
 
 
-def test_a_v3_table_with_default_values_is_refused_and_nothing_is_committed(spark, testing_catalog) -> None:
+def test_rows_lacking_a_column_get_its_write_default_and_the_defaults_stay_as_written(spark, testing_catalog) -> None:
     import json
 
     table = _table_name("defaults")
@@ -233,16 +233,22 @@ def test_a_v3_table_with_default_values_is_refused_and_nothing_is_committed(spar
     for field in document["schemas"][-1]["fields"]:
         if field["name"] == "name":
             field["initial-default"] = "x"
-            field["write-default"] = "x"
+            field["write-default"] = "w"
     location = loaded.metadata_location.replace(".metadata.json", "-defaults.metadata.json")
     with loaded.io.new_output(location).create() as out:
         out.write(json.dumps(document).encode())
     with_defaults = table + "_with_defaults"
     testing_catalog.register_table(with_defaults, location)
-    before = testing_catalog.load_table(with_defaults).current_snapshot().snapshot_id
-    with pytest.raises(UnsupportedFeatureError, match=r"uses default values \(column name, field id 2\)"):
-        ingest(spark, CATALOG, with_defaults, _frame(spark, [7]), IngestOptions(mode="append"))
-    assert testing_catalog.load_table(with_defaults).current_snapshot().snapshot_id == before
+    lacking_name = _frame(spark, [7, 8]).drop("name")
+    ingest(spark, CATALOG, with_defaults, lacking_name, IngestOptions(mode="append"))
+    ingest(spark, CATALOG, with_defaults, _frame(spark, [9]), IngestOptions(mode="append"))  # a name given wins
+    rows = open_read_session(CATALOG, with_defaults).to_arrow().select(["id", "name"]).to_pylist()
+    assert sorted((r["id"], r["name"]) for r in rows) == [
+        (0, "v1-0"), (1, "v1-1"), (2, "v1-2"), (7, "w"), (8, "w"), (9, "v1-9"),
+    ]  # fmt: skip
+    committed = testing_catalog.load_table(with_defaults)
+    text = committed.io.new_input(committed.metadata_location).open().read().decode()
+    assert '"initial-default":"x"' in text.replace(" ", "") and '"write-default":"w"' in text.replace(" ", "")
 
 
 def test_puffin_file_with_two_vectors_reads_back_with_pyiceberg(tmp_path) -> None:

@@ -7,6 +7,8 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import (
     DoubleType,
+    GeographyType,
+    GeometryType,
     IntegerType,
     ListType,
     LongType,
@@ -14,9 +16,13 @@ from pyiceberg.types import (
     NestedField,
     StringType,
     StructType,
+    TimestampNanoType,
+    TimestampType,
+    UnknownType,
 )
 
 from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.iceberg_model import VariantType
 from spark_jobs.engine.write.schema_check import check_schema
 
 TABLE = Schema(
@@ -153,3 +159,63 @@ def test_unsafe_nested_changes_are_errors_naming_the_field() -> None:
     narrowed = pa.schema([("id", pa.int64()), ("point", pa.int64())])
     with pytest.raises(UserInputError, match=r"column 'point' has type int64 in the source but struct"):
         check_schema("ns.t", NESTED, narrowed, allow_evolution=True)
+
+
+SPARK_VARIANT = pa.struct(
+    [pa.field("value", pa.binary(), False), pa.field("metadata", pa.binary(), False, metadata={"variant": "true"})]
+)
+
+
+def _spark_geo(kind: str, srid: int) -> pa.DataType:
+    marks = {kind: "true", "srid": str(srid)}
+    return pa.struct([pa.field("srid", pa.int32(), False), pa.field("wkb", pa.binary(), False, metadata=marks)])
+
+
+V3_TABLE = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "v", VariantType()),
+    NestedField(3, "g", GeometryType()),
+    NestedField(4, "gg", GeographyType()),
+    NestedField(5, "tn", TimestampNanoType()),
+    NestedField(6, "u", UnknownType()),
+    NestedField(7, "d", IntegerType(), required=True, initial_default=1, write_default=7),
+    schema_id=0,
+)
+
+
+def test_format_v3_types_as_sources_give_them_fit() -> None:
+    source = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("v", SPARK_VARIANT),
+            ("g", _spark_geo("geometry", 4326)),
+            ("gg", pa.binary()),  # WKB
+            ("tn", pa.timestamp("us")),  # exact in nanoseconds
+            ("u", pa.null()),
+        ]
+    )
+    checked = check_schema("t", V3_TABLE, source, allow_evolution=False)
+    assert checked.schema is V3_TABLE  # d is missing but has a write default: not an error, not null-filled
+    assert "d" not in checked.null_filled_columns
+
+
+@pytest.mark.parametrize(
+    ("column", "arrow_type", "said"),
+    [
+        ("g", _spark_geo("geometry", 3857), "column 'g'"),
+        ("gg", _spark_geo("geometry", 4326), "column 'gg'"),  # a geometry for a geography
+        ("v", pa.string(), "column 'v'"),  # JSON text is no variant
+        ("u", pa.int64(), "column 'u'"),  # an unknown column takes nulls only
+        ("tn", pa.timestamp("ns", tz="UTC"), "column 'tn'"),
+    ],
+)
+def test_format_v3_types_refuse_what_does_not_fit(column: str, arrow_type: pa.DataType, said: str) -> None:
+    source = pa.schema([("id", pa.int64()), (column, arrow_type)])
+    with pytest.raises(UserInputError, match=said):
+        check_schema("t", V3_TABLE, source, allow_evolution=False)
+
+
+def test_nanoseconds_do_not_fit_a_microsecond_column() -> None:
+    table = Schema(NestedField(1, "ts", TimestampType()), schema_id=0)
+    with pytest.raises(UserInputError, match="column 'ts'"):
+        check_schema("t", table, pa.schema([("ts", pa.timestamp("ns"))]), allow_evolution=False)
