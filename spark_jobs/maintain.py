@@ -12,15 +12,20 @@ Command line (catalog properties come from pyiceberg's configuration, never from
         [--partial-progress [--max-commits N]] [--dry-run]
     spark-submit spark_jobs/maintain.py rewrite-manifests --catalog NAME --table NS.TABLE
         [--spec-id N] [--sort-by FIELD,...] [--dry-run]
+    spark-submit spark_jobs/maintain.py convert-equality-deletes --catalog NAME --table NS.TABLE [--where EXPR]
+        [--dry-run]
 
 ``TS`` is epoch milliseconds or ISO-8601 (no zone means UTC). Defaults as Iceberg Java: expire-snapshots keeps
 snapshots newer than ``history.expire.max-snapshot-age-ms`` (5 days) and at least
 ``history.expire.min-snapshots-to-keep`` (1) per branch; remove-orphan-files takes files older than 3 days and
 refuses a time later than 24 hours ago (exit 2) unless ``--allow-short-retention`` is given;
 rewrite-position-deletes (Java's ``rewrite_position_delete_files``) sizes from ``write.delete.target-file-size-bytes``
-(64 MiB); rewrite-manifests (Java's ``rewrite_manifests``) from ``commit.manifest.target-size-bytes`` (8 MiB). The
-work is metadata, small delete files and file deletion on the driver; no Spark session is started. ``--dry-run``
-prints what would be done in words, then the final JSON line; without it the final JSON line says what was done.
+(64 MiB), and on a format v3 table turns every position delete file into deletion vectors in one pass;
+convert-equality-deletes turns a v3 table's equality deletes into deletion vectors
+(``engine.maintenance.deletion_vector_conversion``); rewrite-manifests (Java's ``rewrite_manifests``) sizes from
+``commit.manifest.target-size-bytes`` (8 MiB). The work is metadata, small delete files and file deletion on the
+driver; no Spark session is started. ``--dry-run`` prints what would be done in words, then the final JSON line;
+without it the final JSON line says what was done.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
 
 from spark_jobs.engine.jobs.maintain_actions import (
+    CONVERT_EQUALITY_DELETES,
     EXPIRE_SNAPSHOTS,
     REMOVE_ORPHAN_FILES,
     REWRITE_MANIFESTS,
@@ -85,6 +91,10 @@ def build_parser() -> argparse.ArgumentParser:
     manifests = actions.add_parser(REWRITE_MANIFESTS, parents=[common], help="cluster manifests by partition")
     manifests.add_argument("--spec-id", type=int, help="rewrite the manifests of this spec (default: current)")
     manifests.add_argument("--sort-by", help="partition fields to cluster by, comma-separated (default: all)")
+    converts = actions.add_parser(
+        CONVERT_EQUALITY_DELETES, parents=[common], help="turn a v3 table's equality deletes into deletion vectors"
+    )
+    converts.add_argument("--where", help="only partitions that may hold rows matching this pyiceberg row filter")
     return parser
 
 
@@ -100,7 +110,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     table = load_table(load_catalog(args.catalog), args.table)
     snapshot_before = table.current_snapshot()
-    if args.action in (REWRITE_POSITION_DELETES, REWRITE_MANIFESTS):
+    if args.action == CONVERT_EQUALITY_DELETES:
+        from spark_jobs.engine.jobs.maintain_job import convert_deletes_action
+
+        outcome = convert_deletes_action(table, "equality", where=args.where, dry_run=args.dry_run)
+    elif args.action in (REWRITE_POSITION_DELETES, REWRITE_MANIFESTS):
         outcome = _rewrite(args, table)
     else:
         older_than_ms = parse_as_of(args.older_than) if args.older_than is not None else None

@@ -16,13 +16,14 @@ EXPIRE_SNAPSHOTS = "expire-snapshots"
 REMOVE_ORPHAN_FILES = "remove-orphan-files"
 REWRITE_POSITION_DELETES = "rewrite-position-deletes"
 REWRITE_MANIFESTS = "rewrite-manifests"
-ACTIONS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_POSITION_DELETES, REWRITE_MANIFESTS)
+CONVERT_EQUALITY_DELETES = "convert-equality-deletes"
+ACTIONS = (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES, REWRITE_POSITION_DELETES, REWRITE_MANIFESTS, CONVERT_EQUALITY_DELETES)
 
 # operator attribute -> (job flag, the actions that take it)
 _OPTIONS = (
     ("older_than", "--older-than", (EXPIRE_SNAPSHOTS, REMOVE_ORPHAN_FILES)),
     ("retain_last", "--retain-last", (EXPIRE_SNAPSHOTS,)),
-    ("where", "--where", (REWRITE_POSITION_DELETES,)),
+    ("where", "--where", (REWRITE_POSITION_DELETES, CONVERT_EQUALITY_DELETES)),
     ("target_file_size_bytes", "--target-file-size-bytes", (REWRITE_POSITION_DELETES,)),
     ("min_input_files", "--min-input-files", (REWRITE_POSITION_DELETES,)),
     ("rewrite_job_order", "--rewrite-job-order", (REWRITE_POSITION_DELETES,)),
@@ -39,21 +40,23 @@ class IcebergMaintenanceOperator(IcebergSparkJobOperator):
       references;
     - ``remove-orphan-files``: files older than a time that no snapshot references;
     - ``rewrite-position-deletes`` (Java's ``rewrite_position_delete_files``): small position delete files of each
-      partition bin-packed into fewer, positions of removed data files and delete files that apply to nothing dropped
-      (a format v3 table's deletion vectors need no rewrite);
-    - ``rewrite-manifests`` (Java's ``rewrite_manifests``): manifests clustered by partition into fewer.
+      partition bin-packed into fewer, positions of removed data files and delete files that apply to nothing dropped;
+      on a format v3 table (e.g. upgraded from v2) every position delete file becomes deletion vectors in one pass;
+    - ``rewrite-manifests`` (Java's ``rewrite_manifests``): manifests clustered by partition into fewer;
+    - ``convert-equality-deletes``: a format v3 table's equality deletes become deletion vectors.
 
     Command line: ``maintain.py <action> --catalog NAME --table NS.TABLE [options] [--dry-run]``. With ``dry_run`` the
     result lists what would be done and nothing changes.
 
     :param action: One of ``expire-snapshots``, ``remove-orphan-files``, ``rewrite-position-deletes``,
-        ``rewrite-manifests``.
+        ``rewrite-manifests``, ``convert-equality-deletes``.
     :param older_than: Epoch milliseconds or ISO-8601, e.g. ``"{{ macros.ds_add(ds, -7) }}"``; default the job's
         (five days ago for snapshots, three days for orphan files). (templated)
     :param retain_last: ``expire-snapshots``: always keep this many most recent snapshots. (templated)
     :param allow_short_retention: ``remove-orphan-files``: allow ``older_than`` later than 24 hours ago (the job
         refuses it otherwise: files of writes still in progress could be deleted).
-    :param where: ``rewrite-position-deletes``: only partitions that may hold matching rows. (templated)
+    :param where: ``rewrite-position-deletes``, ``convert-equality-deletes``: only partitions that may hold matching
+        rows. (templated)
     :param target_file_size_bytes: ``rewrite-position-deletes``: default ``write.delete.target-file-size-bytes``.
         (templated)
     :param min_input_files: ``rewrite-position-deletes``: default 5. (templated)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pyiceberg.manifest import DataFileContent
 
 from spark_jobs import compact as compact_job
 from spark_jobs import ingest as ingest_job
@@ -421,6 +422,57 @@ def test_position_deletes_of_a_table_upgraded_to_v3_merge_into_deletion_vectors(
     lineage = iceberg_java.sql(f"SELECT _file, _pos, _row_id FROM {java_table}")
     assert len(lineage) == len(model.rows) and len({row_id for _, _, row_id in lineage}) == len(lineage)
     assert all(row_id == first_row_ids[normalize(path)] + pos for path, pos, row_id in lineage)
+
+    # rewrite-position-deletes on the upgraded table: every position delete file left becomes deletion vectors in
+    # one pass (Java's partition-scoped ones and ours for cat b), the readers return the same rows and row ids
+    result = maintain_job.main(["rewrite-position-deletes", "--catalog", CATALOG, "--table", table])
+    assert result["delete_files_removed"] == len(live_position_delete_files(loaded)) > 0
+    converted = _load(table)
+    assert live_position_delete_files(converted) == {}
+    vectors = [vector.referenced_data_file for vector, _ in live_deletion_vectors(converted)]
+    # one vector per data file with deletes: cat a's two (they had one already) and cat b's two (converted)
+    assert len(vectors) == len(set(vectors)) == 4 and {a_first, a_second} <= set(vectors)
+    readers.check(table, model)
+    assert sorted(iceberg_java.sql(f"SELECT _file, _pos, _row_id FROM {java_table}")) == sorted(lineage)
+
+
+def test_equality_deletes_convert_into_deletion_vectors(spark, readers, tmp_path) -> None:
+    """A v3 table's equality deletes (partition-scoped, and on top of deletion vectors) become deletion vectors: first
+    in the partitions ``--where`` selects, then everywhere; Java and DuckDB read the model each time."""
+    table, model = table_name(3, "equality_to_vectors"), TableModel(SCHEMA)
+    ingest(tmp_path, table, rows(range(40)), "append", *create_args(3), "--partition-by", "cat")
+    ingest(tmp_path, table, rows(range(40, 70)), "append")
+    model.append(rows(range(70)))
+    by_position = rows([1, 2, 44])
+    ingest(tmp_path, table, by_position, "delete", "--key", "id", "--delete-mode", "position")
+    model.delete(by_position, ["id"])
+    for deleted in (rows([0, 5, 41, 3, 6]), rows([9, 10, 50])):
+        ingest(tmp_path, table, deleted, "delete", "--key", "id", "--delete-mode", "equality")
+        model.delete(deleted, ["id"])
+    upserted = rows([11, 12, 75], version=1)
+    ingest(tmp_path, table, upserted, "upsert", "--key", "id", "--delete-mode", "equality")
+    model.upsert(upserted, ["id"])
+
+    def equality_files() -> int:
+        loaded = _load(table)
+        return sum(
+            1
+            for manifest in loaded.current_snapshot().manifests(loaded.io)
+            for entry in manifest.fetch_manifest_entry(loaded.io)
+            if entry.data_file.content == DataFileContent.EQUALITY_DELETES
+        )
+
+    before = equality_files()
+    first = maintain_job.main(
+        ["convert-equality-deletes", "--catalog", CATALOG, "--table", table, "--where", "cat = 'a'"]
+    )
+    assert first["delete_files_removed"] > 0 and equality_files() == before - first["delete_files_removed"] > 0
+    readers.check(table, model)
+    maintain_job.main(["convert-equality-deletes", "--catalog", CATALOG, "--table", table])
+    assert equality_files() == 0
+    vectors = [vector.referenced_data_file for vector, _ in live_deletion_vectors(_load(table))]
+    assert len(vectors) == len(set(vectors))
+    readers.check(table, model)
 
 
 def _load(table: str):

@@ -18,10 +18,19 @@ from pyiceberg.catalog import Catalog
 from pyiceberg.table import Table
 from pyiceberg.table.sorting import NullOrder
 from pyiceberg.transforms import IdentityTransform, Transform
+from pyiceberg.types import (
+    GeographyType,
+    GeometryType,
+    IcebergType,
+    TimestampNanoType,
+    TimestamptzNanoType,
+    UnknownType,
+)
 
 from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
 from spark_jobs.engine.ingest.options import IngestOptions
 from spark_jobs.engine.shared.errors import TableNotFoundError, UserInputError
+from spark_jobs.engine.shared.iceberg_model import is_variant
 from spark_jobs.engine.table.catalog import load_table
 from spark_jobs.engine.write.schema_check import SchemaCheck, check_schema
 from spark_jobs.engine.write.table_layout import parse_partition_by, parse_sort_by
@@ -95,6 +104,16 @@ def _set_layout(
                     order_update.desc(column, IdentityTransform(), NullOrder.NULLS_LAST)
 
 
+def _compares_by_value(field_type: IcebergType) -> bool:
+    """Whether rows can be matched on a column of ``field_type``: not format v3's variant, geo and ``unknown`` types,
+    nor nanosecond timestamps (which Spark holds in microseconds only)."""
+    if is_variant(field_type):
+        return False
+    return not isinstance(
+        field_type, GeometryType | GeographyType | UnknownType | TimestampNanoType | TimestamptzNanoType
+    )
+
+
 def check_source_schema(table: Table, source_schema: pa.Schema, options: IngestOptions) -> SchemaCheck:
     """The source's schema against the table's (delete mode: key columns only), key columns present in both."""
     table_name = ".".join(table.name())
@@ -102,6 +121,16 @@ def check_source_schema(table: Table, source_schema: pa.Schema, options: IngestO
     unknown_keys = [k for k in options.key if k not in schema_names]
     if unknown_keys:
         raise UserInputError(f"--key column(s) {unknown_keys} are not columns of table {table_name}")
+    unfit_keys = [
+        f"{k} ({field_type})"
+        for k in options.key
+        if not _compares_by_value(field_type := table.schema().find_field(k).field_type)
+    ]
+    if unfit_keys:
+        raise UserInputError(
+            f"--key column(s) {', '.join(unfit_keys)} of table {table_name} cannot be keys: variant, geo, unknown "
+            "and nanosecond timestamp columns have no equality Spark and Iceberg agree on"
+        )
     missing_keys = [k for k in options.key if k not in source_schema.names]
     if missing_keys:
         raise UserInputError(f"--key column(s) {missing_keys} are missing from the source of table {table_name}")

@@ -3,8 +3,9 @@
 1. Expire snapshots or remove orphan files (``maintenance``): metadata and file deletion on the driver; a dry run
    prints what would be removed (``describe_removal``).
 2. Rewrite manifests or position delete files: plan, then print the plan (dry run, or nothing to do) or carry it
-   out and say what was committed. A format v3 table with position delete files left is refused: rewriting them
-   into deletion vectors is not supported.
+   out and say what was committed. A format v3 table's position delete files (left from before an upgrade from v2)
+   become deletion vectors instead, as its equality deletes do on ``convert-equality-deletes``
+   (``maintenance.deletion_vector_conversion``).
 ``MaintainResult.as_json`` is the job's final JSON line: the action, the table, the snapshot it started from, what
 the action reported, and the commits it made (``commit_reports``, Iceberg Java's commit reports; none for expiry
 and orphan removal).
@@ -19,13 +20,16 @@ from pyiceberg.table import Table
 
 from spark_jobs.engine.commit.commit_report import commit_report
 from spark_jobs.engine.jobs.maintain_actions import EXPIRE_SNAPSHOTS
+from spark_jobs.engine.maintenance.deletion_vector_conversion import (
+    convert_to_deletion_vectors,
+    plan_vector_conversion,
+)
 from spark_jobs.engine.maintenance.rewrite_manifests import plan_manifest_rewrite, rewrite_manifests
 from spark_jobs.engine.maintenance.rewrite_position_deletes import (
     PositionDeleteRewriteOptions,
     plan_position_delete_rewrite,
     rewrite_position_deletes,
 )
-from spark_jobs.engine.shared.errors import UnsupportedFeatureError
 
 
 @dataclass(frozen=True)
@@ -83,11 +87,8 @@ def rewrite_position_deletes_action(
 ) -> dict[str, Any]:
     """Plan, then (unless ``dry_run`` or nothing to do) run, a position delete rewrite; what the JSON line adds."""
     plan = plan_position_delete_rewrite(table, options, where=where)
-    if plan.format_version >= 3 and plan.candidate_files and not dry_run:
-        raise UnsupportedFeatureError(
-            f"table {plan.table_name} is format v{plan.format_version} and still has {plan.candidate_files} position "
-            "delete files; rewriting them into deletion vectors is not supported yet"
-        )
+    if plan.format_version >= 3 and plan.candidate_files:
+        return convert_deletes_action(table, "position", where=where, dry_run=dry_run)
     planned = plan.as_dict()
     planned.pop("table", None)
     planned.pop("snapshot_id", None)
@@ -110,6 +111,27 @@ def rewrite_position_deletes_action(
         "dangling_delete_files_removed": outcome.dangling_files_removed,
         "failures": outcome.failures,
         "commit_reports": [commit_report(commit) for commit in outcome.commits],
+    }
+
+
+def convert_deletes_action(table: Table, kind: str, *, where: str | None, dry_run: bool) -> dict[str, Any]:
+    """Plan, then (unless ``dry_run`` or nothing to do) carry out, the conversion of a v3 table's ``kind`` deletes
+    (``position`` or ``equality``) into deletion vectors; what the JSON line adds."""
+    plan = plan_vector_conversion(table, kind, where=where)
+    changes = bool(plan.files or plan.removed_delete_files)
+    if dry_run or not changes:
+        print(plan.describe(), flush=True)
+        return {"operation": "replace" if changes else None, **plan.as_dict()}
+    outcome = convert_to_deletion_vectors(table, plan)
+    if outcome.commit is None:  # pragma: no cover - a plan with changes always commits or raises
+        raise RuntimeError(f"the conversion of {plan.table_name}'s {kind} deletes committed nothing")
+    return {
+        "operation": "replace",
+        **plan.as_dict(),
+        "committed_snapshot_id": outcome.commit.snapshot_id,
+        "deletion_vectors_written": outcome.deletion_vectors_written,
+        "positions_written": outcome.positions_written,
+        "commit_reports": [commit_report(outcome.commit)],
     }
 
 

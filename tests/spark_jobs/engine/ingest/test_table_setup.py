@@ -46,3 +46,23 @@ def test_keys_must_be_table_and_source_columns_and_delete_checks_keys_only(sql_c
     with pytest.raises(UserInputError, match="note"):
         check_source_schema(table, wider, IngestOptions())
     assert check_source_schema(table, wider, IngestOptions(allow_schema_evolution=True)).added_columns == ["note"]
+
+
+def test_format_v3_types_cannot_be_keys(sql_catalog) -> None:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import GeometryType, LongType, NestedField, TimestampNanoType
+
+    from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
+
+    allow_v3_metadata_writes()
+    sql_catalog.create_namespace_if_not_exists("ns")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "g", GeometryType()),
+        NestedField(3, "tn", TimestampNanoType()),
+    )
+    table = sql_catalog.create_table("ns.geo", schema, properties={"format-version": "3"})
+    source = pa.schema([("id", pa.int64()), ("g", pa.binary()), ("tn", pa.timestamp("us"))])
+    with pytest.raises(UserInputError, match=r"--key column\(s\) g \(geometry\), tn \(timestamp_ns\) of table ns\.geo"):
+        check_source_schema(table, source, IngestOptions(mode="upsert", key=("id", "g", "tn")))
+    assert check_source_schema(table, source, IngestOptions(mode="upsert", key=("id",))).schema == table.schema()
