@@ -114,3 +114,11 @@ def is_variant_arrow(arrow_type: pa.DataType) -> bool:
         field.name == "metadata" and field.metadata is not None and field.metadata.get(b"variant") == b"true"
         for field in arrow_type
     )
+
+
+def is_variant_struct(arrow_type: pa.DataType) -> bool:
+    """True for a struct of exactly a ``metadata`` and a ``value`` binary, marked as a variant or not: how Spark 4
+    hands a variant over, and how a read on Spark 3.5 (which has no variant type) gives one back."""
+    if not pa.types.is_struct(arrow_type) or {field.name for field in arrow_type} != {"metadata", "value"}:
+        return False
+    return all(pa.types.is_binary(field.type) or pa.types.is_large_binary(field.type) for field in arrow_type)

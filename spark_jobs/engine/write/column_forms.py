@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from pyiceberg.types import GeographyType, GeometryType, IcebergType, ListType, MapType, NestedField, StructType
 
 from spark_jobs.engine.parquet.schema_projection import constant_column
-from spark_jobs.engine.shared.arrow_types import WkbType, is_variant_arrow, spark_geo_form, srid_of_crs
+from spark_jobs.engine.shared.arrow_types import WkbType, is_variant_struct, spark_geo_form, srid_of_crs
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.iceberg_model import is_variant
 
@@ -58,7 +58,7 @@ def _conformed(array: pa.Array, iceberg_type: IcebergType, target: pa.DataType, 
         return array
     if not _holds_own_forms(iceberg_type):
         return array.cast(target)
-    if is_variant(iceberg_type) and is_variant_arrow(array.type):
+    if is_variant(iceberg_type) and is_variant_struct(array.type):
         children = [array.field(child.name) for child in target]
         return pa.StructArray.from_arrays(children, fields=list(target), mask=_nulls(array))
     if isinstance(iceberg_type, GeometryType | GeographyType) and isinstance(target, WkbType):

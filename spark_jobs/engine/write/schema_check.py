@@ -49,7 +49,13 @@ from pyiceberg.types import (
     UnknownType,
 )
 
-from spark_jobs.engine.shared.arrow_types import WkbType, is_variant_arrow, spark_geo_form, srid_of_crs
+from spark_jobs.engine.shared.arrow_types import (
+    WkbType,
+    is_variant_arrow,
+    is_variant_struct,
+    spark_geo_form,
+    srid_of_crs,
+)
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.iceberg_model import VariantType
 
@@ -184,6 +190,8 @@ def _fields_to_add(path: str, extra: list[pa.Field], merge: _Merge) -> list[Nest
     for extra_field in extra:
         name = path + extra_field.name
         iceberg_type = iceberg_type_of(extra_field.type)
+        if isinstance(iceberg_type, VariantType) and not is_variant_arrow(extra_field.type):
+            iceberg_type = None  # a plain struct of two binaries is added as a struct; a marked one is a variant
         if iceberg_type is None:
             try:
                 converted = visit_pyarrow(pa.schema([extra_field]), _ConvertToIcebergWithoutIDs())
@@ -220,7 +228,7 @@ def _is_list(arrow_type: pa.DataType) -> bool:
 
 def iceberg_type_of(arrow_type: pa.DataType) -> IcebergType | None:
     """The Iceberg primitive type of an Arrow type, or None for nested and unsupported types."""
-    if is_variant_arrow(arrow_type):
+    if is_variant_struct(arrow_type):
         return VariantType()
     geo_form = spark_geo_form(arrow_type)
     if geo_form is not None:
