@@ -50,7 +50,7 @@ from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_entries import read_live_entries
 from spark_jobs.engine.write.deletion_vector_files import DeletionVectorTarget, write_deletion_vectors
-from spark_jobs.engine.write.file_entries import to_data_file
+from spark_jobs.engine.write.file_entries import WrittenFile, to_data_file
 from spark_jobs.engine.write.write_context import WriteContext
 
 KINDS = ("position", "equality")
@@ -190,7 +190,7 @@ def convert_to_deletion_vectors(table: Table, plan: VectorConversionPlan) -> Vec
             target = DeletionVectorTarget(data_file.path, data_file.spec_id, data_file.partition, deleted)
             by_sequence.setdefault(data_file.sequence_number, []).append(target)
             outcome.positions_written += int(deleted.size)
-    written: list[dict[str, Any]] = []
+    written: list[WrittenFile] = []
     sequence_numbers: dict[str, int] = {}
     try:
         for index, (sequence_number, vectors) in enumerate(sorted(by_sequence.items())):
@@ -198,7 +198,7 @@ def convert_to_deletion_vectors(table: Table, plan: VectorConversionPlan) -> Vec
             items = write_deletion_vectors(vectors, table.io, functools.partial(str, location))
             written += items
             for item in items:
-                sequence_numbers[item["file_path"]] = sequence_number
+                sequence_numbers[item.file_path] = sequence_number
         outcome.puffin_files = sorted(sequence_numbers)
         converted = {f.path for f in plan.files}
         change = SnapshotChange(
@@ -212,7 +212,7 @@ def convert_to_deletion_vectors(table: Table, plan: VectorConversionPlan) -> Vec
             summary_properties={JOB_PROPERTY: f"convert-{plan.kind}-deletes"},
         )
     except BaseException:
-        delete_quietly(table, list(dict.fromkeys(item["file_path"] for item in written)))
+        delete_quietly(table, list(dict.fromkeys(item.file_path for item in written)))
         raise
     outcome.commit = commit_change(table, change, starting_snapshot_id=plan.snapshot_id)
     outcome.deletion_vectors_written = len(written)

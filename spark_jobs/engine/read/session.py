@@ -28,8 +28,8 @@ from pyiceberg.table import Table
 from pyiceberg.types import NestedField
 
 from spark_jobs.engine.planning.file_selection import RemoteManifestReader
-from spark_jobs.engine.planning.planning_mode import PlanningMode
 from spark_jobs.engine.planning.metadata_columns import FILE_CONSTANT_IDS, metadata_field, with_file_constants
+from spark_jobs.engine.planning.planning_mode import PlanningMode
 from spark_jobs.engine.planning.scan_context import DEFAULT_BATCH_SIZE, ScanContext
 from spark_jobs.engine.planning.scan_planner import ScanPlan, plan_scan
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
