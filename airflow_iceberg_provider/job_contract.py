@@ -49,6 +49,9 @@ RESULT_FIELDS: Mapping[str, frozenset[str]] = {
         # One object per commit, as Iceberg Java's commit report has it: snapshot_id, sequence_number, operation,
         # attempts, duration_ms and the snapshot's summary (empty without a commit).
         "commit_reports",
+        # How a CSV or JSON source was parsed (failfast, permissive, dropmalformed) and the malformed rows it held.
+        "source_mode",
+        "malformed_rows",
     },
     "read": _EVERY_RESULT | {"table", "snapshot_id", "output", "output_format", "counters", "rows_out"},
     "compact": _EVERY_RESULT | {"table", "snapshot_id", "dry_run", "operation", "file_groups", "commit_reports"},

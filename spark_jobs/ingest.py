@@ -33,6 +33,7 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
 from spark_jobs.job_failures import set_subject
 from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
 from spark_jobs.spark.ingest_source import SOURCE_VIEW
+from spark_jobs.spark.text_sources import SOURCE_MODES
 
 log = logging.getLogger("spark_jobs.ingest")
 
@@ -51,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--source-format", choices=SOURCE_FORMATS, default="parquet", help="format of the source files (CSV: a header)"
     )
     parser.add_argument("--sql", help=f"a Spark SQL query over the source, registered as view '{SOURCE_VIEW}'")
+    parser.add_argument(
+        "--source-mode",
+        choices=SOURCE_MODES,
+        default=SOURCE_MODES[0],
+        help="CSV and JSON: a malformed row fails the job (failfast, default), is kept with nulls (permissive) or"
+        " left out (dropmalformed); the result counts malformed rows",
+    )
     parser.add_argument(
         "--mode",
         choices=MODES,
@@ -83,7 +91,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from spark_jobs.engine.ingest.options import IngestOptions, check_options
     from spark_jobs.engine.shared.errors import UnsupportedFeatureError
     from spark_jobs.spark.ingest import ingest_table, parquet_source_of, reads_source_files_directly
-    from spark_jobs.spark.ingest_source import read_source, unreadable_source_file
+    from spark_jobs.spark.ingest_source import explain_source_failure, read_source
+    from spark_jobs.spark.text_sources import table_types_of
 
     args = build_parser().parse_args(argv)
     set_subject(table=args.table, source=args.source)
@@ -91,6 +100,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         raise UsageError(
             f"spark_jobs/ingest.py: --sql is empty; give one query over the view '{SOURCE_VIEW}' or omit it"
         )
+    if not args.source.strip():
+        raise UsageError("spark_jobs/ingest.py: --source is empty; give the URI of a file or folder to load")
     options = IngestOptions(
         mode=args.mode,
         key=tuple(c.strip() for c in args.key.split(",") if c.strip()) if args.key else (),
@@ -111,11 +122,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine_on_executors(spark)
     log.info("source: %s (%s) ...", args.source, args.source_format)
     started = time.perf_counter()
-    source = None
+    source: Any = None
+    read = None
     if args.source_format == "parquet" and not args.sql and reads_source_files_directly(options):
         source = parquet_source_of(spark, args.catalog, args.source)  # None: not plain files, Spark reads them
     if source is None:
-        source = read_source(spark, args.source, args.source_format, args.sql, storage_properties)
+        read = read_source(
+            spark,
+            args.source,
+            args.source_format,
+            args.sql,
+            storage_properties,
+            mode=args.source_mode,
+            table_types=None if args.sql else table_types_of(args.catalog, args.table),
+            table=args.table,
+        )
+        source = read.frame
     read_seconds = time.perf_counter() - started
     log.info("source done in %.1f s", read_seconds)
     try:
@@ -123,11 +145,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     except UnsupportedFeatureError as error:
         raise UsageError(str(error)) from error
     except Exception as error:
-        unreadable = unreadable_source_file(error, args.source, args.source_format, storage_properties)
+        unreadable = explain_source_failure(
+            spark,
+            error,
+            read,
+            table=args.table,
+            uri=args.source,
+            source_format=args.source_format,
+            storage_properties=storage_properties,
+        )
         if unreadable is not None:
             raise UsageError(unreadable) from error
         raise
-    return result.with_first_phase("source", read_seconds).as_json()
+    malformed_rows = read.malformed_rows if read else 0
+    return result.with_first_phase("source", read_seconds).with_source(args.source_mode, malformed_rows).as_json()
 
 
 if __name__ == "__main__":

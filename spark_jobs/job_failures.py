@@ -30,12 +30,14 @@ position where Spark tells them.
 
 from __future__ import annotations
 
+import argparse
 import errno
 import functools
 import importlib.util
 import json
 import logging
 import re
+import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -139,15 +141,28 @@ class Verdict:
         return self.exit_code == EXIT_USAGE
 
 
+@dataclass(frozen=True)
+class TypedArgument:
+    """An option as the user typed it on the command line: ``--older-than``, its destination, its value."""
+
+    flag: str
+    dest: str
+    value: str | None
+
+
 @dataclass
 class _Subject:
-    """What the running job works on, for lines that do not say it themselves."""
+    """What the running job works on, for lines that do not say it themselves, and the options it was given."""
 
     table: str | None = None
     source: str | None = None
+    typed: tuple[TypedArgument, ...] = ()
 
 
 _SUBJECT = _Subject()
+# Options that name what a job works on: an error names them by an explicit ``argument``, never by their value alone
+# (a table's name appears in most messages of the job).
+_SUBJECT_DESTS = frozenset({"catalog", "table", "source"})
 
 
 def set_subject(*, table: str | None = None, source: str | None = None) -> None:
@@ -155,9 +170,54 @@ def set_subject(*, table: str | None = None, source: str | None = None) -> None:
     _SUBJECT.table, _SUBJECT.source = table, source
 
 
+def set_typed_arguments(typed: list[TypedArgument]) -> None:
+    """Record the options the user typed, so that an error about one of them names it as typed."""
+    _SUBJECT.typed = tuple(typed)
+
+
+def typed_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> list[TypedArgument]:
+    """The options of ``argv`` as typed (``--x v`` or ``--x=v``), with the destinations ``parser`` gives them."""
+    options: dict[str, tuple[str, bool]] = {}
+    pending = [parser]
+    while pending:
+        current = pending.pop()
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                pending.extend(action.choices.values())
+            for option in action.option_strings:
+                options.setdefault(option, (action.dest, action.nargs != 0))
+    typed: list[TypedArgument] = []
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if not token.startswith("--") or token == "--":
+            continue
+        flag, equals, inline = token.partition("=")
+        known = options.get(flag) or _abbreviated(options, flag)
+        if known is None:
+            continue
+        dest, takes_value = known
+        value: str | None = None
+        if equals:
+            value = inline
+        elif takes_value and index < len(argv):
+            value = argv[index]
+            index += 1
+        typed.append(TypedArgument(flag, dest, value))
+    return typed
+
+
+def _abbreviated(options: dict[str, tuple[str, bool]], flag: str) -> tuple[str, bool] | None:
+    """The option ``flag`` abbreviates (argparse accepts a unique prefix), or None."""
+    matches = [known for option, known in options.items() if option.startswith(flag)]
+    return matches[0] if len({dest for dest, _ in matches}) == 1 else None
+
+
 def clear_subject() -> None:
-    """Forget the subject (a new job starts)."""
+    """Forget the subject and the typed options (a new job starts)."""
     set_subject()
+    _SUBJECT.typed = ()
 
 
 def classify(error: BaseException, job: str) -> Verdict:
@@ -194,7 +254,10 @@ def _own_verdict(chain: list[BaseException], job: str) -> Verdict | None:
     """The verdict of an engine error in the chain, raised here or (as text) on an executor (module doc, step 1)."""
     for item in chain:
         if _is_bad_input_class(type(item)):
-            return Verdict(EXIT_USAGE, _shortened(_one_line(str(item)) or type(item).__name__))
+            reason = _one_line(str(item)) or type(item).__name__
+            if type(item).__name__ == "CorruptFileError":  # a damaged file of the table: say which table
+                reason = _with_subject(reason, source=False)
+            return Verdict(EXIT_USAGE, _shortened(naming_the_argument(reason, item)))
         if isinstance(item, EngineError):
             return Verdict(EXIT_FAILURE, _shortened(f"{job} job failed: {_describe(item)}"))
     bad, other = _engine_error_names()
@@ -204,8 +267,15 @@ def _own_verdict(chain: list[BaseException], job: str) -> Verdict | None:
             last = lines[-1]
             message = _one_line(last["message"])
             if last["name"] in bad:
-                return Verdict(EXIT_USAGE, _shortened(message))
+                damaged = last["name"] == "CorruptFileError"  # a damaged file met by an executor: which table
+                return Verdict(EXIT_USAGE, _shortened(_with_subject(message, source=False) if damaged else message))
             return Verdict(EXIT_FAILURE, _shortened(f"{job} job failed: {last['name']}: {message}"))
+    if "pyiceberg" in sys.modules:  # a metadata file, manifest list or manifest pyiceberg could not decode
+        from spark_jobs.engine.shared.damaged_metadata import damaged_file_reason
+
+        damaged = damaged_file_reason(_SUBJECT.table or "(unknown)", chain[0])
+        if damaged is not None:
+            return Verdict(EXIT_USAGE, _shortened(damaged))
     from spark_jobs.engine.shared.storage import storage_failure  # pyarrow: kept off the way to Spark's start
 
     for item in chain:
@@ -215,6 +285,68 @@ def _own_verdict(chain: list[BaseException], job: str) -> Verdict | None:
                 return Verdict(EXIT_USAGE, _shortened(f"{job} job failed: {_describe(storage)}"))
             return Verdict(EXIT_FAILURE, _shortened(f"{job} job failed: {_describe(storage)}"))
     return None
+
+
+def naming_the_argument(reason: str, error: BaseException) -> str:
+    """``reason`` led by the option the user typed that it is about, when it does not name one itself.
+
+    The option is the one ``error.argument`` names (by its destination, e.g. ``table`` for ``--table``), else the one
+    whose name (``retain-last``, ``as_of``) or typed value (``'notatime'``) the reason mentions, first mention first;
+    options naming the job's subject (``--catalog``, ``--table``, ``--source``) only by ``argument``. Errors about
+    files and rows (a damaged file, nulls in a required column) are not about an option.
+    """
+    typed = _SUBJECT.typed
+    if not typed or any(item.flag in reason for item in typed) or _is_about_data(error):
+        return reason
+    argument = getattr(error, "argument", None)
+    chosen = next((item for item in typed if argument is not None and item.dest == argument), None)
+    if chosen is None:
+        mentions = [
+            (rank, item)
+            for item in typed
+            if item.dest not in _SUBJECT_DESTS
+            for rank in [_mention(reason, item)]
+            if rank is not None
+        ]
+        chosen = min(mentions, key=lambda pair: pair[0])[1] if mentions else None
+    if chosen is None:
+        return reason
+    shown = "" if chosen.value is None else f" {_quoted(_abridged(chosen.value, 60))}"
+    return f"{chosen.flag}{shown}: {reason}"
+
+
+def _is_about_data(error: BaseException) -> bool:
+    """Whether ``error`` is about a file or the rows (not an option): a damaged file, nulls, a storage refusal."""
+    return type(error).__name__ in {"CorruptFileError", "RequiredColumnNullsError", "StorageAccessError"}
+
+
+def _mention(reason: str, item: TypedArgument) -> tuple[int, int] | None:
+    """Where ``reason`` first mentions the option, ranked: its name or its whole typed value first (0), else a
+    quoted word of its value (1: ``'nosuch'`` of ``--columns id,nosuch``); None when it does not."""
+    lowered = reason.lower()
+    name = item.flag.lstrip("-").lower()
+    spellings = {name, name.replace("-", "_"), name.replace("-", " "), item.dest.lower(), item.dest.replace("_", " ")}
+    positions = [
+        m.start()
+        for spelling in spellings
+        for m in re.finditer(rf"(?<![\w-]){re.escape(spelling)}s?(?![\w-])", lowered)
+    ]
+    value = item.value
+    if value is not None:
+        quoted = [f"'{value}'", f'"{value}"', repr(value)]
+        positions += [index for text in quoted for index in [reason.find(text)] if index >= 0]
+        if len(value.strip()) >= 2:
+            positions += [m.start() for m in re.finditer(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", reason)]
+    if positions:
+        return 0, min(positions)
+    words = {word for word in re.findall(r"\w+", value or "") if len(word) >= 2 and word != value}
+    quoted_words = [index for word in words for index in [reason.find(f"'{word}'")] if index >= 0]
+    return (1, min(quoted_words)) if quoted_words else None
+
+
+def _quoted(value: str) -> str:
+    """A typed value as the reason shows it: bare when it is a plain word, else quoted."""
+    return value if value and re.fullmatch(r"[\w.:/@+-]+", value) else repr(value)
 
 
 def _is_bad_input_class(cls: type) -> bool:
@@ -386,12 +518,12 @@ def spark_error_states() -> dict[str, str]:
     return states
 
 
-def _with_subject(reason: str) -> str:
-    """``reason`` led by the job's table and source unless it names them."""
+def _with_subject(reason: str, *, source: bool = True) -> str:
+    """``reason`` led by the job's table (and source) unless it names them."""
     parts = []
     if _SUBJECT.table and _SUBJECT.table not in reason:
         parts.append(f"table {_abridged(_SUBJECT.table)}")
-    if _SUBJECT.source and _SUBJECT.source not in reason and "source file" not in reason:
+    if source and _SUBJECT.source and _SUBJECT.source not in reason and "source file" not in reason:
         parts.append(f"source {_abridged(_SUBJECT.source)}")
     return f"{', '.join(parts)}: {reason}" if parts else reason
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_contract import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, error_line
-from spark_jobs.job_failures import classify, clear_subject, exception_texts
+from spark_jobs.job_failures import classify, clear_subject, exception_texts, set_typed_arguments, typed_arguments
 from spark_jobs.job_log import SPARK_START_PHASE, log_summary
 
 if TYPE_CHECKING:
@@ -68,7 +68,14 @@ class UsageError(UserInputError):
 
 
 class JobArgumentParser(argparse.ArgumentParser):
-    """argparse that raises UsageError (exit code 2, one line) instead of printing usage and exiting itself."""
+    """argparse that raises UsageError (exit code 2, one line) instead of printing usage and exiting itself, and
+    records the options as typed, so that an error about one names it (``job_failures.naming_the_argument``)."""
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """Parse ``args`` (default: the command line), recording the options typed."""
+        argv = sys.argv[1:] if args is None else [str(arg) for arg in args]
+        set_typed_arguments(typed_arguments(self, argv))
+        return super().parse_args(argv, namespace)
 
     def error(self, message: str) -> NoReturn:
         """Turn argparse's complaint into a UsageError naming the job."""

@@ -6,7 +6,8 @@
 3. pyspark is imported only by ``spark_jobs.spark``, the four entry points and ``job_support``; ``spark_jobs``
    never imports airflow; ``airflow_iceberg_provider`` and the example DAGs never import ``spark_jobs``, but for
    ``SHARED_WITH_AIRFLOW``: pyiceberg's model completed for format v3, which both sides need before they parse
-   metadata (pyiceberg alone, no Spark, no engine).
+   metadata, and the naming of a table's missing or damaged metadata files, which the jobs and the sensors report
+   alike (pyiceberg alone, no Spark, no engine).
 4. No import cycle between the modules of ``spark_jobs``.
 
 Imports inside functions and under ``TYPE_CHECKING`` count like any other: a boundary holds for every line.
@@ -37,7 +38,7 @@ ENGINE_LAYERS = (
     "maintenance",
     "jobs",
 )
-SHARED_WITH_AIRFLOW = ("spark_jobs.engine.shared.iceberg_model",)
+SHARED_WITH_AIRFLOW = ("spark_jobs.engine.shared.iceberg_model", "spark_jobs.engine.shared.damaged_metadata")
 PYSPARK_MODULES = (
     "spark_jobs.spark",
     "spark_jobs.ingest",

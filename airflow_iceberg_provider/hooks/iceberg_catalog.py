@@ -21,9 +21,11 @@ from airflow.providers.apache.iceberg.hooks.iceberg import IcebergHook
 
 from airflow_iceberg_provider.catalog_env import catalog_env_name, catalog_environment
 from airflow_iceberg_provider.credentials import secret_values
+from airflow_iceberg_provider.table_failures import load_table_naming_damage
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
 
 CATALOG_NAME_EXTRA = "catalog_name"
 
@@ -105,6 +107,11 @@ class IcebergCatalogHook(IcebergHook):
                 "iceberg_conn_id"
             )
         return load_catalog(self.catalog_name, **self.catalog_properties())
+
+    def load_table(self, table_name: str) -> Table:
+        """The table ``namespace.table``; a missing or damaged metadata file raises ``DamagedTableError`` naming it
+        and the table (``table_failures``), which sensors turn into a failure without retries."""
+        return load_table_naming_damage(lambda: super(IcebergCatalogHook, self).load_table(table_name), table_name)
 
     def spark_job_env(self) -> dict[str, str]:
         """The catalog as ``PYICEBERG_CATALOG__<NAME>__<KEY>`` variables for a Spark job; secrets masked in logs."""

@@ -15,6 +15,7 @@ READ_OUTPUT_FORMATS = ("parquet", "csv")
 READ_WRITE_MODES = ("error", "overwrite")
 INGEST_SOURCE_FORMATS = ("parquet", "csv", "json")
 INGEST_DELETE_MODES = ("position", "equality")
+INGEST_SOURCE_MODES = ("failfast", "permissive", "dropmalformed")
 COMPACT_STRATEGIES = ("binpack", "sort")
 REWRITE_JOB_ORDERS = ("bytes-asc", "bytes-desc", "files-asc", "files-desc", "none")
 

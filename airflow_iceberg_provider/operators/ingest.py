@@ -10,6 +10,7 @@ from airflow_iceberg_provider.lineage import Files, LineageDatasets, LineageItem
 from airflow_iceberg_provider.operators._arguments import (
     INGEST_DELETE_MODES,
     INGEST_SOURCE_FORMATS,
+    INGEST_SOURCE_MODES,
     check_choice,
     literal,
 )
@@ -52,6 +53,9 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
     :param source: URI of the files to load. (templated)
     :param source_format: ``parquet``, ``csv`` or ``json``. (templated)
     :param sql: Spark SQL over the source (registered as view ``source``) whose rows are written. (templated)
+    :param source_mode: CSV and JSON: ``failfast`` (the job's default: a malformed row fails the task without
+        retries, naming its file and line), ``permissive`` (kept, nulls where fields are missing or do not parse)
+        or ``dropmalformed`` (left out); the XCom's ``malformed_rows`` counts them. (templated)
     :param mode: ``append``, ``overwrite``, ``upsert`` or ``delete``. (templated)
     :param key: Key columns for ``upsert`` and ``delete``, a list or comma-separated. (templated)
     :param overwrite_filter: Rows to replace in ``overwrite`` mode (pyiceberg syntax); without it, the partitions
@@ -72,6 +76,7 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
         "source",
         "source_format",
         "sql",
+        "source_mode",
         "mode",
         "key",
         "overwrite_filter",
@@ -88,6 +93,7 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
         source: str,
         source_format: str | None = None,
         sql: str | None = None,
+        source_mode: str | None = None,
         mode: str = "append",
         key: str | Sequence[str] | None = None,
         overwrite_filter: str | None = None,
@@ -118,6 +124,7 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
             raise ValueError(f"{owner}: source= is empty; give the files to load (a file or directory URI)")
         check_choice(owner, "source_format", source_format, INGEST_SOURCE_FORMATS)
         check_choice(owner, "delete_mode", delete_mode, INGEST_DELETE_MODES)
+        check_choice(owner, "source_mode", source_mode, INGEST_SOURCE_MODES)
         if literal(mode) in ("upsert", "delete") and optional_text(column_list(key)) is None:
             raise ValueError(f"{owner}: mode {mode!r} needs key= naming the key column(s)")
         if literal(overwrite_filter) is not None and literal(mode) not in (None, "overwrite"):
@@ -127,6 +134,7 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
         self.source = source
         self.source_format = source_format
         self.sql = sql
+        self.source_mode = source_mode
         self.mode = mode
         self.key = key
         self.overwrite_filter = overwrite_filter
@@ -203,6 +211,7 @@ class IcebergIngestOperator(IcebergSparkJobOperator):
                 ("--source", self.source),
                 ("--source-format", self.source_format),
                 ("--sql", self.sql),
+                ("--source-mode", self.source_mode),
                 ("--mode", self.mode),
                 ("--key", column_list(self.key)),
                 ("--overwrite-filter", self.overwrite_filter),

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.triggers.base import BaseTrigger
 
-from airflow_iceberg_provider.airflow_compat import AirflowException, conf
+from airflow_iceberg_provider.airflow_compat import AirflowException, AirflowFailException, conf
 from airflow_iceberg_provider.assets import check_table_identifier
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
 
@@ -72,5 +72,8 @@ class IcebergTableSensor(BaseSensorOperator):
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
         """Resume after the trigger: its result, or the catalog's error."""
         if event.get("status") != "success":
-            raise AirflowException(f"waiting for {self.waiting_for} of {self.table} failed: {event.get('message')}")
+            reason = f"waiting for {self.waiting_for} of {self.table} failed: {event.get('message')}"
+            if event.get("damaged"):  # a damaged metadata file: a retry cannot repair it
+                raise AirflowFailException(reason)
+            raise AirflowException(reason)
         return self.result_of_event(event)

@@ -10,6 +10,7 @@ from airflow.sdk import PokeReturnValue
 
 from airflow_iceberg_provider.compaction_stats import MIN_FILE_SIZE_RATIO, CompactionThresholds, assess
 from airflow_iceberg_provider.sensors._table_sensor import IcebergTableSensor
+from airflow_iceberg_provider.table_failures import failing_on_damage, reading_naming_damage
 from airflow_iceberg_provider.triggers.compaction import IcebergCompactionNeededTrigger
 
 if TYPE_CHECKING:
@@ -82,7 +83,9 @@ class IcebergCompactionNeededSensor(IcebergTableSensor):
 
     def poke(self, context: Context) -> PokeReturnValue:
         """One look at the current snapshot's manifests; the decision and its reasons are logged in words."""
-        decision = assess(self.catalog_hook().load_table(self.table), self.thresholds)
+        with failing_on_damage():  # a damaged metadata file, manifest list or manifest: no retries
+            table = self.catalog_hook().load_table(self.table)
+            decision = reading_naming_damage(lambda: assess(table, self.thresholds), table)
         log_decision(self.log, self.table, decision)
         return PokeReturnValue(is_done=decision["needed"], xcom_value=decision)
 

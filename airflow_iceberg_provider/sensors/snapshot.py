@@ -14,6 +14,7 @@ from airflow_iceberg_provider.snapshot_watch import (
     find_new_snapshot,
     parse_snapshot_id,
 )
+from airflow_iceberg_provider.table_failures import failing_on_damage
 from airflow_iceberg_provider.triggers.snapshot import IcebergSnapshotTrigger
 
 if TYPE_CHECKING:
@@ -68,8 +69,9 @@ class IcebergSnapshotSensor(IcebergTableSensor):
         )
 
     def poke(self, context: Context) -> PokeReturnValue:
-        """One look at the table's metadata."""
-        snapshot = find_new_snapshot(self.catalog_hook().load_table(self.table), self._condition())
+        """One look at the table's metadata (a damaged metadata file fails the task without retries)."""
+        with failing_on_damage():
+            snapshot = find_new_snapshot(self.catalog_hook().load_table(self.table), self._condition())
         return PokeReturnValue(is_done=snapshot is not None, xcom_value=snapshot)
 
     def trigger(self) -> IcebergSnapshotTrigger:

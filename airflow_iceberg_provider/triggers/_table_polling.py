@@ -16,6 +16,7 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.table import Table
 
 from airflow_iceberg_provider.hooks.iceberg_catalog import IcebergCatalogHook
+from airflow_iceberg_provider.table_failures import DamagedTableError
 
 
 class IcebergTablePollingTrigger(BaseTrigger):
@@ -62,6 +63,9 @@ class IcebergTablePollingTrigger(BaseTrigger):
         while True:
             try:
                 payload = await asyncio.to_thread(self._check, hook)
+            except DamagedTableError as error:  # a retry cannot repair it: the sensor fails without retries
+                yield TriggerEvent({"status": "error", "table": self.table, "message": str(error), "damaged": True})
+                return
             except Exception as error:
                 yield TriggerEvent(
                     {"status": "error", "table": self.table, "message": f"{type(error).__name__}: {error}"}

@@ -8,6 +8,7 @@ from typing import Any
 from pyiceberg.table import Table
 
 from airflow_iceberg_provider.compaction_stats import CompactionThresholds, assess
+from airflow_iceberg_provider.table_failures import reading_naming_damage
 from airflow_iceberg_provider.triggers._table_polling import IcebergTablePollingTrigger
 
 
@@ -46,5 +47,5 @@ class IcebergCompactionNeededTrigger(IcebergTablePollingTrigger):
 
     def evaluate(self, table: Table) -> dict[str, Any] | None:
         """The decision, once compaction is needed."""
-        decision = assess(table, self.thresholds)
+        decision = reading_naming_damage(lambda: assess(table, self.thresholds), table)
         return decision if decision["needed"] else None

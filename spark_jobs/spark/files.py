@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from spark_jobs.engine.jobs.export_location import existing_files
 from spark_jobs.engine.shared.errors import UserInputError
@@ -61,12 +62,20 @@ def hadoop_uri(spark: SparkSession, uri: str) -> str | None:
 
 
 def read_source(
-    spark: SparkSession, uri: str, source_format: str, properties: Mapping[str, str], options: Mapping[str, str]
+    spark: SparkSession,
+    uri: str,
+    source_format: str,
+    properties: Mapping[str, str],
+    options: Mapping[str, str],
+    *,
+    schema: StructType | None = None,
 ) -> DataFrame:
-    """The rows of the files at ``uri`` (parquet, csv or json) with Spark reader ``options`` (e.g. CSV header)."""
+    """The rows of the files at ``uri`` (parquet, csv or json) with Spark reader ``options`` (e.g. CSV header), and
+    CSV or JSON parsed with ``schema`` when given (else Spark infers one as ``options`` say)."""
     spark_uri = hadoop_uri(spark, uri)
     if spark_uri is not None:
-        return spark.read.format(source_format).options(**options).load(spark_uri)
+        read = spark.read.format(source_format).options(**options)
+        return (read.schema(schema) if schema is not None else read).load(spark_uri)
     files = list_files(uri, properties)
     paths = _paths_frame(spark, [f.path for f in files])
     if source_format == "parquet":
@@ -76,6 +85,8 @@ def read_source(
     encoder = jvm.org.apache.spark.sql.Encoders.STRING()
     dataset = getattr(lines._jdf, "as")(encoder)
     reader = spark._jsparkSession.read()
+    if schema is not None:
+        reader = reader.schema(spark._jsparkSession.parseDataType(schema.json()))
     for key, value in options.items():
         reader = reader.option(key, value)
     parsed = reader.csv(dataset) if source_format == "csv" else reader.json(dataset)

@@ -1,49 +1,120 @@
 """The ingest's source as a DataFrame: files read by Spark (or pyarrow for an object store Spark's JVM lacks), and
 an optional ``--sql`` query over them, checked to read nothing else.
 
-1. ``read_source`` reads the files (CSV with a header and inferred types) and, with ``--sql``, registers them as the
-   temporary view ``source`` and runs the query; the plan is resolved at once, so a bad path or query is bad input.
+1. ``read_source`` reads the files (CSV and JSON strictly or permissively as ``--source-mode`` says, with a header
+   and inferred types, ``text_sources``) and, with ``--sql``, registers them as the temporary view ``source`` and
+   runs the query; the plan is resolved at once, so a bad path or query is bad input naming ``--source`` or
+   ``--sql``.
 2. ``check_query_over_source`` parses the query with Spark's own parser and refuses anything but one query that
    reads the view ``source`` (and its own CTEs): a statement, several statements, another table or path, a
    table-valued function, or a reflection call (``reflect``/``java_method``).
-3. ``unreadable_source_file`` names the Parquet source file Spark's reader failed on when Spark did not (3.5).
+3. ``explain_source_failure``: for a write that failed on the source, the file and line of a malformed CSV or JSON
+   row (``text_sources``), or the Parquet source file Spark's reader failed on when Spark did not name it (3.5).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_failures import classify, exception_texts
+from spark_jobs.spark.text_sources import (
+    DEFAULT_SOURCE_MODE,
+    TEXT_FORMATS,
+    TextSource,
+    malformed_row_failure,
+    read_text_source,
+)
 
 SOURCE_VIEW = "source"
 
 
+@dataclass(frozen=True)
+class SourceRead:
+    """The source's rows, and for CSV and JSON how they were parsed (``text``: mode, schema, malformed rows)."""
+
+    frame: Any
+    text: TextSource | None = None
+
+    @property
+    def malformed_rows(self) -> int:
+        """Malformed rows the source mode kept or dropped (0 for Parquet and in failfast mode)."""
+        return self.text.malformed_rows if self.text else 0
+
+
 def read_source(
-    spark: Any, uri: str, source_format: str, sql: str | None, storage_properties: dict[str, str] | None = None
-) -> Any:
-    """The source rows as a DataFrame (a missing path or a bad query is a usage error).
+    spark: Any,
+    uri: str,
+    source_format: str,
+    sql: str | None,
+    storage_properties: dict[str, str] | None = None,
+    *,
+    mode: str = DEFAULT_SOURCE_MODE,
+    table_types: Mapping[str, Any] | None = None,
+    table: str | None = None,
+) -> SourceRead:
+    """The source rows (a missing path or a bad query is a usage error naming ``--source`` or ``--sql``).
 
     Object-store URIs are read through pyarrow with ``storage_properties`` (the catalog's) unless Spark's JVM has a
-    Hadoop file system for them (``spark_jobs.spark.files``).
+    Hadoop file system for them (``spark_jobs.spark.files``). CSV and JSON are read as ``mode`` says, columns the
+    table has as ``table_types`` (``text_sources``).
     """
     from pyspark.errors import AnalysisException
 
     from spark_jobs.spark.files import read_source as read_files
 
-    options = {"header": "true", "inferSchema": "true"} if source_format == "csv" else {}
+    text = None
     try:
-        frame = read_files(spark, uri, source_format, storage_properties or {}, options)
-        if sql:
-            check_query_over_source(spark, sql)
-            frame.createOrReplaceTempView(SOURCE_VIEW)
-            frame = spark.sql(sql)
-        frame.schema  # noqa: B018 - resolve the plan now, so a bad query fails here
+        if source_format in TEXT_FORMATS:
+            text = read_text_source(
+                spark, uri, source_format, storage_properties or {}, mode=mode, table_types=table_types, table=table
+            )
+            frame = text.frame
+        else:
+            frame = read_files(spark, uri, source_format, storage_properties or {}, {})
+        frame.schema  # noqa: B018 - resolve the plan now, so a bad path fails here
     except AnalysisException as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UserInputError(f"cannot read source {uri} ({source_format}): {first_line}") from error
-    return frame
+        raise UserInputError(
+            f"cannot read source {uri} ({source_format}): {_first_line(error)}", argument="source"
+        ) from error
+    if sql:
+        check_query_over_source(spark, sql)
+        frame.createOrReplaceTempView(SOURCE_VIEW)
+        try:
+            frame = spark.sql(sql)
+            frame.schema  # noqa: B018 - resolve the plan now, so a bad query fails here
+        except AnalysisException as error:
+            raise UserInputError(f"--sql {_shown(sql)!r}: {_first_line(error)}", argument="sql") from error
+    return SourceRead(frame, text)
+
+
+def _first_line(error: BaseException) -> str:
+    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _shown(sql: str) -> str:
+    shown = " ".join(sql.split())
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def explain_source_failure(
+    spark: Any,
+    error: Exception,
+    read: SourceRead | None,
+    *,
+    table: str,
+    uri: str,
+    source_format: str,
+    storage_properties: dict[str, str],
+) -> str | None:
+    """The one-line reason naming the source file (and line) a failed write could not read, or None (step 3)."""
+    if read is not None and read.text is not None:
+        return malformed_row_failure(spark, error, read.text, table)
+    unreadable = unreadable_source_file(error, uri, source_format, storage_properties)
+    return f"table {table}: {unreadable}" if unreadable else None
 
 
 def unreadable_source_file(
@@ -65,8 +136,7 @@ def unreadable_source_file(
 
 def check_query_over_source(spark: Any, sql: str) -> None:
     """Refuse ``sql`` unless it is one query that reads the view ``source`` only (module doc)."""
-    shown = " ".join(sql.split())
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    shown = _shown(sql)
     try:
         parser = spark._jsparkSession.sessionState().sqlParser()
         plan = parser.parseQuery(sql)

@@ -10,6 +10,7 @@ under its location (nothing half written).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,7 +137,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("read", ["--filter", "id = 'abc'"], ["id", "abc"]),
     ("read", ["--filter", "ts > 'not a time'"], ["ts", "not a time"]),
     ("read", ["--filter", "category > 5 AND"], ["row filter", "at its end"]),
-    ("read", ["--as-of", ""], ["as_of"]),
+    ("read", ["--as-of", ""], ["--as-of"]),
     # read: output
     ("read", ["--output-format", "avro"], ["--output-format", "avro"]),
     ("read", ["--mode", "append"], ["--mode", "append"]),
@@ -227,7 +228,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("ingest", ["--source", "{root}/mistyped"], ["id"]),
     ("ingest", ["--source", "{root}/extra"], ["extra", "--allow-schema-evolution"]),
     ("ingest", ["--source", "{root}/text"], ["part-0.parquet"]),
-    ("ingest", ["--source", "{root}/good", "--source-format", "json"], ["id", "_corrupt_record"]),
+    ("ingest", ["--source", "{root}/good", "--source-format", "json"], ["part-0.parquet", "line 1", "JSON row"]),
     ("ingest", ["--sql", "SELECT nosuch FROM source"], ["nosuch"]),
     ("ingest", ["--sql", ""], ["--sql"]),
     # compact
@@ -283,7 +284,12 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     (
         "maintain",
         ["expire-snapshots", "--catalog", CATALOG, "--table", TABLE, "--older-than", "last week"],
-        ["last week"],
+        ["--older-than", "last week"],
+    ),
+    (
+        "maintain",
+        ["expire-snapshots", "--catalog", CATALOG, "--table", TABLE, "--older-than", "notatime"],
+        ["--older-than notatime: ", "ISO-8601"],
     ),
     ("maintain", ["expire-snapshots", "--catalog", CATALOG, "--table", TABLE, "--retain-last", "0"], ["retain-last"]),
     ("maintain", ["expire-snapshots", "--catalog", CATALOG, "--table", TABLE, "--retain-last", "-3"], ["retain-last"]),
@@ -297,7 +303,12 @@ CASES: list[tuple[str, list[str], list[str]]] = [
         ["expire-snapshots", "--catalog", CATALOG, "--table", TABLE, "--allow-short-retention"],
         ["--allow-short-retention"],
     ),
-    ("maintain", ["remove-orphan-files", "--catalog", CATALOG, "--table", TABLE, "--older-than", "soon"], ["soon"]),
+    (
+        "maintain",
+        ["remove-orphan-files", "--catalog", CATALOG, "--table", TABLE, "--older-than", "soon"],
+        ["--older-than soon: "],
+    ),
+    ("read", ["--catalog", CATALOG, "--table", "bad_arguments.ev\x01ents", "--output", "{root}/out"], ["U+0001"]),
     (
         "maintain",
         ["remove-orphan-files", "--catalog", CATALOG, "--table", TABLE, "--older-than", "2999-01-01"],
@@ -375,6 +386,11 @@ def test_bad_argument_exits_2_naming_it_and_changes_nothing(
     for text in named:
         assert text.format(root=fixture.root) in line, f"{text!r} not named in: {line}"
     assert "Traceback" not in seen.err and "Traceback" not in seen.out
+    # The argument is named as typed: an option (never an internal name such as ``as_of``), or the action.
+    typed = [arg for arg in arguments if arg.startswith("--")]
+    values = [fixture.expand([arg])[0] for arg in arguments if not arg.startswith("--") and len(arg) > 3]
+    named_as_typed = any(flag in line for flag in typed) or any(value in line for value in values)
+    assert named_as_typed or re.search(r"--[a-z]", line) or "ACTION" in line, line
     assert SECRET not in seen.err and SECRET not in seen.out
     assert load_catalog(CATALOG).load_table(TABLE).metadata_location == metadata_before
     assert _files_under(fixture.location.parent) == files_before

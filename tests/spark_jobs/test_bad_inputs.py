@@ -200,3 +200,43 @@ def test_already_exists_in_a_message_is_not_bad_input_by_itself(capsys) -> None:
         raise RuntimeError("the path /tmp/x already exists in the staging area")
 
     assert run_job("demo", body) == EXIT_FAILURE
+
+
+def _files_under(root: Path) -> set[Path]:
+    return {path for path in root.rglob("*")}
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("spark")
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("bad_inputs." + "x" * 300, ["--table", "300 bytes", "255 bytes"]),
+        ("bad_inputs.t" + "é" * 128, ["--table", "257 bytes"]),
+        ("bad\x01inputs.t", ["--table", "U+0001"]),
+        ("bad_inputs.line\nbreak", ["--table", "U+000A"]),
+    ],
+    ids=["300-characters", "multibyte-beyond-255-bytes", "control-in-namespace", "newline-in-table"],
+)
+def test_a_table_name_the_storage_cannot_hold_is_refused_before_anything_is_written(
+    testing_catalog, session_tmp, tmp_path, capsys, case
+) -> None:
+    identifier, named = case
+    source = tmp_path / "in"
+    source.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "category": ["a"]}, schema=SCHEMA), source / "a.parquet")
+    warehouse = session_tmp / "testing-warehouse"
+    before = _files_under(warehouse)
+    namespaces = testing_catalog.list_namespaces()
+    argv = ["--catalog", "testing", "--table", identifier, "--source", str(source), "--mode", "append",
+            "--create-if-missing"]  # fmt: skip
+    code, lines = _run("ingest", ingest_job.main, argv, capsys)
+    _assert_bad_input(code, lines, *named)
+    assert "\n" not in lines[0][:-1] and "\x01" not in lines[0]
+    assert _files_under(warehouse) == before and testing_catalog.list_namespaces() == namespaces
+
+
+def test_reading_a_table_named_with_a_control_character_is_refused(tmp_path, capsys) -> None:
+    argv = ["--catalog", "testing", "--table", "bad_inputs.t\x07", "--output", str(tmp_path / "out")]
+    code, lines = _run("read", read_job.main, argv, capsys)
+    _assert_bad_input(code, lines, "--table", "U+0007")

@@ -35,6 +35,10 @@ class IngestResult:
     seconds: dict[str, float]
     start_id: int | None = None
     partitions: list[dict[str, Any]] | None = None
+    # How CSV and JSON sources were parsed and the malformed rows kept or dropped: the job sets them
+    # (``with_source``); a DataFrame handed to ``ingest`` has none.
+    source_mode: str | None = None
+    malformed_rows: int = 0
 
     @classmethod
     def of(
@@ -54,6 +58,10 @@ class IngestResult:
     def with_first_phase(self, name: str, seconds: float) -> IngestResult:
         """This result with one more phase before the others (the entry point's source read)."""
         return dataclasses.replace(self, seconds={name: round(seconds, 3), **self.seconds})
+
+    def with_source(self, source_mode: str, malformed_rows: int) -> IngestResult:
+        """This result with how the job parsed its source and how many malformed rows it kept or dropped."""
+        return dataclasses.replace(self, source_mode=source_mode, malformed_rows=malformed_rows)
 
     def as_json(self) -> dict[str, Any]:
         """The job's final JSON line."""
@@ -84,6 +92,8 @@ class IngestResult:
             "equality_deletes_added": count("added-equality-deletes"),
             "partitions_changed": self.partitions if commit else [],
             "commit_reports": [commit_report(commit)] if commit else [],
+            "source_mode": self.source_mode,
+            "malformed_rows": self.malformed_rows,
             "seconds": dict(self.seconds),
         }
 

@@ -32,6 +32,7 @@ from spark_jobs.engine.ingest.options import IngestOptions
 from spark_jobs.engine.shared.errors import TableNotFoundError, UserInputError
 from spark_jobs.engine.shared.iceberg_model import is_variant
 from spark_jobs.engine.table.catalog import load_table
+from spark_jobs.engine.table.names import check_new_table_name
 from spark_jobs.engine.write.schema_check import SchemaCheck, check_schema
 from spark_jobs.engine.write.table_layout import parse_partition_by, parse_sort_by
 
@@ -47,10 +48,17 @@ def load_or_create_table(catalog: Catalog, identifier: str, source_schema: pa.Sc
             raise
     partition_fields = parse_partition_by(options.partition_by) if options.partition_by else []
     sort_fields = parse_sort_by(options.sort_by) if options.sort_by else []
-    for column in [*(c for c, _ in partition_fields), *(c for c, _ in sort_fields)]:
-        if column not in source_schema.names:
-            raise UserInputError(f"layout column {column!r} is not a source column; columns: {source_schema.names}")
+    for option, given, columns in [
+        ("--partition-by", options.partition_by, [c for c, _ in partition_fields]),
+        ("--sort-by", options.sort_by, [c for c, _ in sort_fields]),
+    ]:
+        for column in columns:
+            if column not in source_schema.names:
+                raise UserInputError(
+                    f"{option} {given!r}: column {column!r} is not a source column; columns: {source_schema.names}"
+                )
     _check_transforms(partition_fields, source_schema)
+    check_new_table_name(catalog, identifier)  # before the namespace or any file is made
     namespace = ".".join(catalog.identifier_to_tuple(identifier)[:-1])
     catalog.create_namespace_if_not_exists(namespace)
     if options.format_version >= 3:

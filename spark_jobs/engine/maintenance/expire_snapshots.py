@@ -3,6 +3,8 @@
 Which snapshots stay (Java's ``internalApply``):
 
 0. Nothing when the table's ``gc.enabled`` is false: its files may be shared with other tables (Java refuses too).
+   Nothing when the table cannot be read whole (a manifest list or manifest missing or damaged): it is refused before
+   anything is committed or deleted, ``--dry-run`` included.
 1. A ref other than ``main`` whose snapshot is older than the ref's ``max-ref-age-ms`` (default: the table's
    ``history.expire.max-ref-age-ms``, else forever) is dropped. Every other ref (branch or tag) is kept, and so is
    the snapshot it points at.
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,7 +63,12 @@ from pyiceberg.table.update import (
 from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
 from spark_jobs.engine.commit.outcome import ReloadFailedError, StatusCheck, reload_with_retries
 from spark_jobs.engine.maintenance.file_removal import RemovalOutcome, remove_files
-from spark_jobs.engine.maintenance.reachable_files import live_content_files, manifests_of
+from spark_jobs.engine.maintenance.reachable_files import (
+    ManifestContents,
+    live_content_files,
+    manifests_of,
+    read_whole,
+)
 from spark_jobs.engine.shared.errors import EngineError, UserInputError
 from spark_jobs.engine.table.properties import int_property
 from spark_jobs.engine.table.snapshots import EXPIRED_LOG_PROPERTY
@@ -212,19 +220,25 @@ def check_gc_enabled(table: Table, action: str) -> None:
 def expire_snapshots(
     table: Table, *, older_than_ms: int | None = None, retain_last: int | None = None, dry_run: bool = False
 ) -> ExpirationResult:
-    """Expire by Java's rules, commit, then delete what only expired snapshots referenced (nothing in a dry run)."""
+    """Expire by Java's rules, commit, then delete what only expired snapshots referenced (nothing in a dry run).
+
+    The table is read whole first (every manifest list and manifest): one that is missing or damaged fails the
+    expiry (CorruptFileError) before anything is committed or deleted.
+    """
+    check_gc_enabled(table, "expire snapshots")
+    known = read_whole(table.metadata.snapshots, table.io, ".".join(table.name()))
     if dry_run:
         choice = choose_expiration(table, older_than_ms=older_than_ms, retain_last=retain_last)
         before = table.metadata
         after_snapshots = [s for s in before.snapshots if s.snapshot_id not in set(choice.snapshot_ids)]
-        files = files_to_clean(table, before, before.snapshots, after_snapshots, after=None)
+        files = files_to_clean(table, before, before.snapshots, after_snapshots, after=None, known=known)
         return ExpirationResult(
             choice.snapshot_ids, [s.snapshot_id for s in after_snapshots], files, None, choice.ref_names
         )
     if table.metadata.format_version >= 3:
         allow_v3_metadata_writes()  # pyiceberg writes the new metadata file; v3 needs our serializer
     before, after = _commit_expiration(table, older_than_ms, retain_last)
-    files = files_to_clean(table, before, before.snapshots, after.snapshots, after=after)
+    files = files_to_clean(table, before, before.snapshots, after.snapshots, after=after, known=known)
     removal = remove_files(table.io, files.all()) if files.all() else RemovalOutcome()
     after_ids = {snapshot.snapshot_id for snapshot in after.snapshots}
     expired = [snapshot.snapshot_id for snapshot in before.snapshots if snapshot.snapshot_id not in after_ids]
@@ -317,8 +331,10 @@ def files_to_clean(
     snapshots_after: list[Snapshot],
     *,
     after: TableMetadata | None,
+    known: Mapping[str, ManifestContents] | None = None,
 ) -> ExpiredFiles:
-    """Files referenced only by the snapshots that are gone after the expiration (Java's ReachableFileCleanup)."""
+    """Files referenced only by the snapshots that are gone after the expiration (Java's ReachableFileCleanup);
+    manifests in ``known`` (``read_whole``) are not read again."""
     after_ids = {snapshot.snapshot_id for snapshot in snapshots_after}
     expired = [snapshot for snapshot in snapshots_before if snapshot.snapshot_id not in after_ids]
     manifest_lists = frozenset(s.manifest_list for s in expired if s.manifest_list)
@@ -327,8 +343,8 @@ def files_to_clean(
     manifests_to_delete = {path: m for path, m in candidate_manifests.items() if path not in retained_manifests}
     content: dict[str, DataFileContent] = {}
     if manifests_to_delete:
-        content = live_content_files(manifests_to_delete.values(), table.io)
-        still_live = live_content_files(retained_manifests.values(), table.io)
+        content = live_content_files(manifests_to_delete.values(), table.io, known)
+        still_live = live_content_files(retained_manifests.values(), table.io, known)
         content = {path: kind for path, kind in content.items() if path not in still_live}
     statistics_after = (
         {s.statistics_path for s in [*after.statistics, *after.partition_statistics]}

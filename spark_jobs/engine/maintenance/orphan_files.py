@@ -2,7 +2,9 @@
 
 As Iceberg Java's ``DeleteOrphanFiles`` action, and as safe by default:
 
-0. Refuse when the table's ``gc.enabled`` is false: its files may be shared with other tables (as Java).
+0. Refuse when the table's ``gc.enabled`` is false: its files may be shared with other tables (as Java). Refuse
+   a table that cannot be read whole (a manifest list or manifest missing or damaged: ``reachable_files.read_whole``),
+   before anything is settled, listed or deleted, ``--dry-run`` included.
 1. Refuse a cutoff later than 24 hours ago (``MIN_ORPHAN_AGE_MS``) unless short retention is allowed explicitly: a
    write or commit in progress has files no metadata references yet (Java's action refuses the same interval).
 2. Settle the table's pending commit records (``commit.pending_commits``); the files of a commit still undecided
@@ -42,6 +44,7 @@ from spark_jobs.engine.maintenance.reachable_files import (
     metadata_file_locations,
     normalize_location,
     reachable_locations,
+    read_whole,
 )
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.table.catalog import table_file_system
@@ -104,11 +107,13 @@ def remove_orphan_files(
             f"{'.'.join(table.name())} could be deleted; use an older time, or --allow-short-retention if no "
             "write can be running"
         )
+    # Read whole before anything is settled or listed: nothing is deleted from a table that cannot be.
+    known = read_whole(table.metadata.snapshots, table.io, ".".join(table.name()))
     held = _held_files(table, dry_run=dry_run)
     listed = list_table_files(table)
     table.refresh()  # reachability from metadata read after the listing: a commit made meanwhile counts
     checked = table.metadata
-    reachable = reachable_locations(checked, table.metadata_location, table.io)
+    reachable = reachable_locations(checked, table.metadata_location, table.io, known)
     orphans = [
         listed_file
         for listed_file in listed

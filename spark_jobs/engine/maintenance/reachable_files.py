@@ -6,21 +6,28 @@ large ones), keeping only each entry's location and content: no Python object pe
 Locations are compared in one normal form (``normalize_location``), because writers spell the same file
 differently: Iceberg Java writes ``file:/tmp/t/x``, pyiceberg ``file:///tmp/t/x``, a listing gives ``/tmp/t/x``;
 ``s3a://`` and ``s3n://`` name the same objects as ``s3://`` (as Java's orphan-file action treats them).
+
+``read_whole`` reads every manifest list and every manifest of a table's snapshots, each once: a maintenance action
+deletes nothing from a table that cannot be read whole, so it reads the table first and fails (``CorruptFileError``,
+bad input naming the file and the table) when a list or a manifest is missing or does not decode; what it read is
+handed to the later steps (``known``), which do not read those manifests again.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFileContent, ManifestFile
+from pyiceberg.manifest import DataFileContent, ManifestEntryStatus, ManifestFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.types import StructType
 from pyiceberg.utils.concurrent import ExecutorFactory
 
+from spark_jobs.engine.shared.errors import CorruptFileError
 from spark_jobs.engine.shared.thread_pools import process_thread_pool
 from spark_jobs.engine.table.manifest_cache import DECODE_THREADS
 from spark_jobs.engine.table.manifest_columns import decode_manifest, use_duckdb_for
@@ -51,36 +58,77 @@ def manifests_of(snapshots: Iterable[Snapshot], io: FileIO) -> dict[str, Manifes
     return manifests
 
 
-def live_content_files(manifests: Iterable[ManifestFile], io: FileIO) -> dict[str, DataFileContent]:
-    """Location -> content (data, position or equality deletes) of every live entry of the manifests."""
+@dataclass(frozen=True)
+class ManifestContents:
+    """What one manifest lists: location -> content of its live entries, and the locations of all its entries."""
+
+    live: dict[str, DataFileContent]
+    every_location: frozenset[str]
+
+
+def read_whole(snapshots: Iterable[Snapshot], io: FileIO, table_name: str) -> dict[str, ManifestContents]:
+    """Manifest location -> contents, for every manifest of the snapshots (module doc).
+
+    Raises CorruptFileError naming the table and the file when a manifest list or a manifest is missing or damaged.
+    """
+    try:
+        manifests = manifests_of(snapshots, io)
+        return dict(zip(manifests, _decoded(list(manifests.values()), io), strict=True))
+    except CorruptFileError as error:
+        raise CorruptFileError(f"table {table_name} cannot be read whole: {error}") from error
+
+
+def live_content_files(
+    manifests: Iterable[ManifestFile], io: FileIO, known: Mapping[str, ManifestContents] | None = None
+) -> dict[str, DataFileContent]:
+    """Location -> content (data, position or equality deletes) of every live entry of the manifests (those in
+    ``known`` taken from it, the others read)."""
     files: dict[str, DataFileContent] = {}
-    for paths, contents in _paths_and_contents(list(manifests), io, live_only=True):
-        files.update(zip(paths, map(DataFileContent, contents), strict=True))
+    for contents in _contents(manifests, io, known or {}):
+        files.update(contents.live)
     return files
 
 
-def all_content_file_locations(manifests: Iterable[ManifestFile], io: FileIO) -> set[str]:
+def all_content_file_locations(
+    manifests: Iterable[ManifestFile], io: FileIO, known: Mapping[str, ManifestContents] | None = None
+) -> set[str]:
     """Locations of every entry of the manifests, DELETED entries included (a cautious superset for orphans)."""
     locations: set[str] = set()
-    for paths, _ in _paths_and_contents(list(manifests), io, live_only=False):
-        locations.update(paths)
+    for contents in _contents(manifests, io, known or {}):
+        locations.update(contents.every_location)
     return locations
 
 
-def _paths_and_contents(
-    manifests: list[ManifestFile], io: FileIO, *, live_only: bool
-) -> Iterator[tuple[list[str], list[int]]]:
-    """Each manifest's entry locations and contents, decoded as columns on threads (no object per entry)."""
-    use_duckdb = use_duckdb_for(manifests)
+def _contents(
+    manifests: Iterable[ManifestFile], io: FileIO, known: Mapping[str, ManifestContents]
+) -> list[ManifestContents]:
+    """The contents of each manifest: from ``known`` when there, else decoded."""
+    listed = list(manifests)
+    missing = [manifest for manifest in listed if manifest.manifest_path not in known]
+    decoded = dict(zip((m.manifest_path for m in missing), _decoded(missing, io), strict=True))
+    return [known.get(manifest.manifest_path) or decoded[manifest.manifest_path] for manifest in listed]
 
-    def decode(manifest: ManifestFile) -> tuple[list[str], list[int]]:
-        table = decode_manifest(manifest, io, _NO_PARTITION, use_duckdb=use_duckdb, live_only=live_only).table
-        return table.column("file_path").to_pylist(), table.column("content").to_pylist()
+
+def _decoded(manifests: list[ManifestFile], io: FileIO) -> list[ManifestContents]:
+    """Each manifest's entries (DELETED ones too), decoded as columns on threads: locations and contents only."""
+    use_duckdb = use_duckdb_for(manifests)
+    deleted = int(ManifestEntryStatus.DELETED)
+
+    def decode(manifest: ManifestFile) -> ManifestContents:
+        table = decode_manifest(manifest, io, _NO_PARTITION, use_duckdb=use_duckdb, live_only=False).table
+        paths = table.column("file_path").to_pylist()
+        contents = table.column("content").to_pylist()
+        statuses = table.column("status").to_pylist()
+        live = {
+            path: DataFileContent(content)
+            for path, content, status in zip(paths, contents, statuses, strict=True)
+            if status != deleted
+        }
+        return ManifestContents(live, frozenset(paths))
 
     if len(manifests) <= 1:
-        yield from map(decode, manifests)
-        return
-    yield from process_thread_pool("manifest-decode", DECODE_THREADS).map(decode, manifests)
+        return list(map(decode, manifests))
+    return list(process_thread_pool("manifest-decode", DECODE_THREADS).map(decode, manifests))
 
 
 def metadata_file_locations(metadata: TableMetadata, metadata_location: str | None) -> set[str]:
@@ -94,12 +142,18 @@ def metadata_file_locations(metadata: TableMetadata, metadata_location: str | No
     return locations
 
 
-def reachable_locations(metadata: TableMetadata, metadata_location: str | None, io: FileIO) -> set[str]:
-    """Normalized locations of every file any snapshot of ``metadata`` or the metadata itself references."""
+def reachable_locations(
+    metadata: TableMetadata,
+    metadata_location: str | None,
+    io: FileIO,
+    known: Mapping[str, ManifestContents] | None = None,
+) -> set[str]:
+    """Normalized locations of every file any snapshot of ``metadata`` or the metadata itself references
+    (manifests in ``known`` not read again)."""
     snapshots = list(metadata.snapshots)
     manifests = manifests_of(snapshots, io)
     locations = metadata_file_locations(metadata, metadata_location)
     locations.update(snapshot.manifest_list for snapshot in snapshots if snapshot.manifest_list)
     locations.update(manifests)
-    locations.update(all_content_file_locations(manifests.values(), io))
+    locations.update(all_content_file_locations(manifests.values(), io, known))
     return {normalize_location(location) for location in locations}

@@ -38,6 +38,7 @@ from spark_jobs.engine.commit.committer import CommitResult, commit_change, requ
 from spark_jobs.engine.commit.manifest_writers import write_entries
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+from spark_jobs.engine.maintenance.reachable_files import read_whole
 from spark_jobs.engine.shared.errors import UnsupportedFeatureError, UserInputError
 from spark_jobs.engine.table.manifest_entries import partition_values, read_live_entries, read_manifest_list
 
@@ -138,6 +139,7 @@ def plan_manifest_rewrite(
     snapshot = table.current_snapshot()
     if snapshot is None:
         return ManifestRewritePlan(name, None, spec_id, target, tuple(sort_by or ()), 0)
+    read_whole([snapshot], table.io, name)  # a missing or damaged manifest fails the plan, a dry run's too
     manifests = read_manifest_list(snapshot, table.io)  # the v3 list schema: data manifests' first_row_id
     rewrites = []
     for content in (ManifestContent.DATA, ManifestContent.DELETES):

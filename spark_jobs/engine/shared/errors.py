@@ -20,7 +20,15 @@ class EngineError(Exception):
 
 
 class UserInputError(EngineError):
-    """The caller asked for something that cannot be done (bad argument, unknown table or snapshot)."""
+    """The caller asked for something that cannot be done (bad argument, unknown table or snapshot).
+
+    ``argument`` names the parameter the error is about (``"table"``, ``"catalog"``...) when the message alone may
+    not say it; a job names the command-line option the user typed for it.
+    """
+
+    def __init__(self, *args: object, argument: str | None = None) -> None:
+        super().__init__(*args)
+        self.argument = argument
 
 
 class TableNotFoundError(UserInputError):

@@ -24,8 +24,16 @@ from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 from pyiceberg.table import Table
 from pyiceberg.utils.config import Config
 
-from spark_jobs.engine.shared.errors import EngineError, TableNotFoundError, UnsupportedFeatureError, UserInputError
+from spark_jobs.engine.shared.damaged_metadata import damaged_file_reason, name_metadata_files
+from spark_jobs.engine.shared.errors import (
+    CorruptFileError,
+    EngineError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    UserInputError,
+)
 from spark_jobs.engine.shared.storage import storage_failure
+from spark_jobs.engine.table.names import check_name_parts
 
 log = logging.getLogger(__name__)
 # How many names an error message lists before it says "and N more".
@@ -45,6 +53,7 @@ class CatalogUnavailableError(EngineError):
 
 def load_catalog(name: str) -> Catalog:
     """Load the catalog ``name`` from pyiceberg's configuration (environment variables or .pyiceberg.yaml)."""
+    name_metadata_files()  # a damaged metadata file, manifest list or manifest read later names itself
     config = Config()
     properties = config.get_catalog_config(name)
     if properties is None:
@@ -52,12 +61,15 @@ def load_catalog(name: str) -> Catalog:
         env_prefix = f"PYICEBERG_CATALOG__{name.upper()}__"
         raise UserInputError(
             f"catalog {name!r} is not configured: set {env_prefix}URI (and its other keys) in the environment or "
-            f"add catalog.{name.lower()} to .pyiceberg.yaml; configured catalogs: {_names(known)}"
+            f"add catalog.{name.lower()} to .pyiceberg.yaml; configured catalogs: {_names(known)}",
+            argument="catalog",
         )
     try:
         return pyiceberg.catalog.load_catalog(name, **properties)  # type: ignore[arg-type]
     except ValueError as error:
-        raise UserInputError(f"catalog {name!r} cannot be loaded from its configuration: {error}") from error
+        raise UserInputError(
+            f"catalog {name!r} cannot be loaded from its configuration: {error}", argument="catalog"
+        ) from error
     except Exception as error:
         raise catalog_error(name, properties, error) from error
 
@@ -112,14 +124,18 @@ def load_table(catalog: Catalog, identifier: str) -> Table:
     parts = Catalog.identifier_to_tuple(identifier)
     if len(parts) < 2:
         raise UserInputError(
-            f"table identifier {identifier!r} in catalog {catalog.name!r} needs a namespace: 'namespace.table'"
+            f"table identifier {identifier!r} in catalog {catalog.name!r} needs a namespace: 'namespace.table'",
+            argument="table",
         )
     if any(not part.strip() for part in parts):
         raise UserInputError(
             f"table identifier {identifier!r} in catalog {catalog.name!r} has an empty name part; expected "
-            "'namespace.table'"
+            "'namespace.table'",
+            argument="table",
         )
+    check_name_parts(identifier, parts)
     reason = ""
+    name_metadata_files()
     try:
         return catalog.load_table(parts)
     except (NoSuchTableError, NoSuchNamespaceError) as error:
@@ -127,11 +143,14 @@ def load_table(catalog: Catalog, identifier: str) -> Table:
         text = " ".join(str(error).split())
         if "does not exist" not in text:
             reason = f" (the catalog says: {_without_secrets(text, catalog.properties)[:300]})"
-    except OSError as error:
-        storage = storage_failure(str(error), catalog.properties)
-        if storage is None:
-            raise
-        raise type(storage)(f"table {identifier!r} of catalog {catalog.name!r}: {storage}") from error
+    except Exception as error:
+        storage = storage_failure(str(error), catalog.properties) if isinstance(error, OSError) else None
+        if storage is not None:
+            raise type(storage)(f"table {identifier!r} of catalog {catalog.name!r}: {storage}") from error
+        damaged = damaged_file_reason(identifier, error)  # a metadata file missing or not JSON: not retried
+        if damaged is not None:
+            raise CorruptFileError(damaged) from error
+        raise
     namespace = parts[:-1]
     namespace_name = ".".join(namespace)
     try:
@@ -143,11 +162,13 @@ def load_table(catalog: Catalog, identifier: str) -> Table:
     except NoSuchNamespaceError:
         raise TableNotFoundError(
             f"table {identifier!r} not found in catalog {catalog.name!r}: namespace {namespace_name!r} does not "
-            f"exist; namespaces: {_names(existing_namespaces)}"
+            f"exist; namespaces: {_names(existing_namespaces)}",
+            argument="table",
         ) from None
     raise TableNotFoundError(
         f"table {identifier!r} not found in catalog {catalog.name!r}{reason}; tables in namespace "
-        f"{namespace_name!r}: {_names(existing_tables)}"
+        f"{namespace_name!r}: {_names(existing_tables)}",
+        argument="table",
     )
 
 

@@ -91,7 +91,7 @@ def schema_for_snapshot(table: Table, snapshot: Snapshot | None, *, ref: str | N
 def parse_as_of(as_of: int | str) -> int:
     """Epoch milliseconds from an int, a string of digits, or ISO-8601 (no zone means UTC)."""
     if isinstance(as_of, bool):
-        raise UserInputError(f"as_of must be epoch milliseconds or an ISO-8601 timestamp, got {as_of!r}")
+        raise UserInputError(f"time {as_of!r} must be epoch milliseconds or an ISO-8601 timestamp")
     if isinstance(as_of, int):
         return as_of
     text = as_of.strip()
@@ -101,7 +101,7 @@ def parse_as_of(as_of: int | str) -> int:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise UserInputError(
-            f"as_of {as_of!r} is neither epoch milliseconds nor an ISO-8601 timestamp (e.g. 2024-01-05T10:00:00Z)"
+            f"time {as_of!r} is neither epoch milliseconds nor an ISO-8601 timestamp (e.g. 2024-01-05T10:00:00Z)"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)

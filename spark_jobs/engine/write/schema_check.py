@@ -112,7 +112,7 @@ def check_schema(
     as_struct = pa.struct(list(source))
     merged = _merge_struct("", as_struct, table_schema.as_struct(), merge, top_level=True)
     if merge.problems:
-        raise UserInputError(f"source does not fit table {table_name}: " + "; ".join(merge.problems))
+        raise UserInputError(f"source does not fit table {table_name}: " + "; ".join(merge.problems), argument="source")
     if not merge.added:
         return SchemaCheck(table_schema, null_filled_columns=merge.null_filled)
     evolved = Schema(

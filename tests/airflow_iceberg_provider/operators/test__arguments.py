@@ -46,6 +46,7 @@ CASES: list[tuple[tuple[type, dict[str, Any]], dict[str, Any], list[str]]] = [
     (INGEST, {"mode": "delete", "key": []}, ["delete", "key"]),
     (INGEST, {"source_format": "xml"}, ["source_format", "xml"]),
     (INGEST, {"delete_mode": "copy"}, ["delete_mode", "copy"]),
+    (INGEST, {"source_mode": "lenient"}, ["source_mode", "lenient", "failfast"]),
     (INGEST, {"overwrite_filter": "id > 1"}, ["overwrite_filter", "overwrite"]),
     (INGEST, {"partition_by": "day(ts)"}, ["partition_by", "create_if_missing"]),
     (INGEST, {"sort_by": ["id"]}, ["sort_by", "create_if_missing"]),

@@ -24,13 +24,15 @@ def test_upsert_command_line() -> None:
         table="sales.orders",
         source="s3://landing/orders/",
         source_format="json",
+        source_mode="permissive",
         mode="upsert",
         key=["order_id", "region"],
         delete_mode="equality",
     )
     assert operator.job_arguments("lake", _context()) == [
         *["--catalog", "lake", "--table", "sales.orders", "--source", "s3://landing/orders/"],
-        *["--source-format", "json", "--mode", "upsert", "--key", "order_id,region", "--delete-mode", "equality"],
+        *["--source-format", "json", "--source-mode", "permissive"],
+        *["--mode", "upsert", "--key", "order_id,region", "--delete-mode", "equality"],
         *["--idempotency-key", "hourly/scheduled__2026-01-01T00:00:00+00:00/ingest"],
     ]
 

@@ -29,7 +29,7 @@ def test_a_missing_table_is_created_only_when_allowed_with_its_layout(sql_catalo
 
 def test_layout_columns_must_be_source_columns(sql_catalog) -> None:
     options = IngestOptions(create_if_missing=True, sort_by="price")
-    with pytest.raises(UserInputError, match="layout column 'price' is not a source column"):
+    with pytest.raises(UserInputError, match="--sort-by 'price': column 'price' is not a source column"):
         load_or_create_table(sql_catalog, "ns.events", SOURCE, options)
 
 
