@@ -5,7 +5,9 @@ package with ``importlib.util.find_spec``, which does not run it. The zip is nam
 sources and of the bytecode version, built once per content and reused, and its name starts with ``spark_jobs`` so
 the jobs see that spark-submit already ships the engine and do not add it again. It lives in a directory of this
 user's only (``<temp>/airflow-iceberg-provider-<uid>``, mode 0700, checked to be a real directory this user owns
-before any reuse), so no other local user can plant a zip that the job would run with its credentials.
+before any reuse, else a new folder of this process: ``private_files``), and a zip is reused only when it is this
+user's and writable by no one else (else it is built again, created exclusively), so no other local user can plant a
+zip that the job would run with its credentials.
 
 Each module is stored with its hash-checked bytecode beside it: a Python worker importing from a zip cannot cache
 what it compiles, so without it every worker compiles the engine again. An interpreter of another version ignores
@@ -14,16 +16,16 @@ the bytecode and compiles the source, as Python's zip importer does for any byte
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.util
 import marshal
 import os
-import stat
-import tempfile
 import zipfile
 from pathlib import Path
+
+from airflow_iceberg_provider import private_files
+from airflow_iceberg_provider.private_files import exclusive_partial, why_not_private
 
 ENGINE_PACKAGE = "spark_jobs"
 
@@ -62,19 +64,20 @@ def engine_zip() -> Path:
     for path in sources:
         digest.update(str(path.relative_to(package_dir)).encode())
         digest.update(path.read_bytes())
-    target = private_directory() / f"{ENGINE_PACKAGE}-{digest.hexdigest()[:16]}.zip"
-    if target.exists():
-        _require_private(target, "file")
+    directory = private_directory()
+    name = f"{ENGINE_PACKAGE}-{digest.hexdigest()[:16]}.zip"
+    target = directory / name
+    if target.exists() and why_not_private(target, "file") is None:
         return target
-    partial = target.with_suffix(f".{os.getpid()}.partial")
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+    partial, descriptor = exclusive_partial(directory, name)
+    with os.fdopen(descriptor, "wb") as stream, zipfile.ZipFile(stream, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sources:
-            name = Path(ENGINE_PACKAGE) / path.relative_to(package_dir)
-            archive.write(path, name)
-            bytecode = checked_bytecode(path.read_bytes(), name.as_posix())
+            name_in_zip = Path(ENGINE_PACKAGE) / path.relative_to(package_dir)
+            archive.write(path, name_in_zip)
+            bytecode = checked_bytecode(path.read_bytes(), name_in_zip.as_posix())
             if bytecode is not None:
-                archive.writestr(name.with_suffix(".pyc").as_posix(), bytecode)
-    partial.replace(target)
+                archive.writestr(name_in_zip.with_suffix(".pyc").as_posix(), bytecode)
+    partial.replace(target)  # over a zip that was not private (mode or owner): this user's own, rebuilt
     return target
 
 
@@ -89,21 +92,6 @@ def checked_bytecode(source: bytes, name: str) -> bytes | None:
 
 
 def private_directory() -> Path:
-    """This user's directory for built zips: created with mode 0700, and refused unless it still is private."""
-    directory = Path(tempfile.gettempdir()) / f"airflow-iceberg-provider-{os.getuid()}"
-    with contextlib.suppress(FileExistsError):
-        directory.mkdir(mode=0o700)
-    _require_private(directory, "directory")
-    return directory
-
-
-def _require_private(path: Path, kind: str) -> None:
-    """Refuse a path that is a symlink, not of ``kind``, not owned by this user, or open to others."""
-    status = path.lstat()
-    is_kind = stat.S_ISDIR(status.st_mode) if kind == "directory" else stat.S_ISREG(status.st_mode)
-    open_to_others = status.st_mode & (0o077 if kind == "directory" else 0o022)
-    if not is_kind or status.st_uid != os.getuid() or open_to_others:
-        raise PermissionError(
-            f"{path} is not a private {kind} of this user (owner uid {status.st_uid}, mode "
-            f"{stat.filemode(status.st_mode)}); refusing to use it for the engine zip: remove it"
-        )
+    """This user's folder for built zips, ``<temp>/airflow-iceberg-provider-<uid>`` (``private_files``: mode 0700,
+    checked before every use; a new folder of this process when what is there is not private)."""
+    return private_files.private_directory(private_files.PROVIDER_FOLDER)

@@ -7,7 +7,9 @@ its extra names the archive, a path on the machine that runs spark-submit, in a 
 write (the JVM maps what it finds there): ``{"class-data-archive": "/var/cache/airflow/spark-driver.jsa"}``.
 
 1. Nothing changes without that setting, in cluster deploy mode (the driver's JVM starts elsewhere), or when the
-   submission's ``spark.driver.extraJavaOptions`` already choose class-data sharing options themselves.
+   submission's ``spark.driver.extraJavaOptions`` already choose class-data sharing options themselves; nor, with
+   a warning, when another local user could write the archive: its folder must belong to this user (or root) and
+   be writable by no one else, and an existing archive must be this user's, writable by no one else.
 2. The archive exists: the driver JVM maps it (``-XX:SharedArchiveFile``). An archive the JVM cannot use (another
    JDK, another Spark's classpath) is skipped by the JVM with one warning line, and the job runs as it would without.
    After a Spark or JDK upgrade, delete the file to have it written again.
@@ -24,9 +26,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+
+from airflow_iceberg_provider.private_files import why_not_private
 
 log = logging.getLogger(__name__)
 CONNECTION_EXTRA = "class-data-archive"
@@ -45,19 +50,38 @@ def class_archive_conf(
     if not archive or not driver_is_local or any(option in options for option in _OWN_SHARING_OPTIONS):
         return result, None
     target = Path(archive).expanduser()
-    if target.is_file():
-        result[DRIVER_JAVA_OPTIONS_CONF] = f"{options} {_java_option('-XX:SharedArchiveFile', target)}".strip()
-        return result, None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         log.warning("class-data archive %s cannot be written (%s); the job runs without one", target, error)
+        return result, None
+    unsafe = _why_others_could_change(target)
+    if unsafe is not None:  # the JVM maps what it finds there: another user must not be able to put it there
+        log.warning("class-data archive %s is not used: %s; the job runs without one", target, unsafe)
+        return result, None
+    if target.is_file():
+        result[DRIVER_JAVA_OPTIONS_CONF] = f"{options} {_java_option('-XX:SharedArchiveFile', target)}".strip()
         return result, None
     partial = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.partial")
     dump = _java_option("-XX:ArchiveClassesAtExit", partial)
     result[DRIVER_JAVA_OPTIONS_CONF] = f"{options} {dump} {_QUIET_DUMP}".strip()
     log.info("the driver JVM writes a class-data archive for later runs as it exits: %s", target)
     return result, partial
+
+
+def _why_others_could_change(target: Path) -> str | None:
+    """Why another local user could write or swap ``target`` (step 1), or None: its folder must belong to this user
+    (or root) and be writable by no one else, and an existing archive must be this user's and writable by no one
+    else (``private_files.why_not_private``)."""
+    folder = target.parent.stat()
+    if folder.st_uid not in (os.getuid(), 0) or folder.st_mode & 0o022:
+        return (
+            f"its folder {target.parent} is {stat.filemode(folder.st_mode)}, owned by uid {folder.st_uid} "
+            "(others could write there)"
+        )
+    if target.exists() or target.is_symlink():
+        return why_not_private(target, "file")
+    return None
 
 
 def _java_option(name: str, path: Path) -> str:

@@ -71,35 +71,44 @@ def test_the_zip_directory_is_private_to_this_user() -> None:
     assert status.st_uid == os.getuid() and stat.S_IMODE(status.st_mode) == 0o700
 
 
-def test_a_directory_others_can_write_is_refused(monkeypatch, tmp_path) -> None:
+def _planted_folder(tmp_path, plant: str):
     import os
-    import tempfile
 
-    from airflow_iceberg_provider.engine_package import private_directory
-
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     planted = tmp_path / f"airflow-iceberg-provider-{os.getuid()}"
-    planted.mkdir(mode=0o777)
-    planted.chmod(0o777)
-    with pytest.raises(PermissionError, match="is not a private directory of this user"):
-        private_directory()
+    if plant == "symlink":
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir(mode=0o700)
+        planted.symlink_to(elsewhere)
+        return planted
+    planted.mkdir()
+    planted.chmod(0o777 if plant == "world-writable" else 0o700)
+    if plant == "other-owner":
+        os.chown(planted, 65534, 65534)  # uid nobody: another local user
+    return planted
 
 
-def test_a_symlink_in_place_of_the_directory_is_refused(monkeypatch, tmp_path) -> None:
+@pytest.mark.parametrize("plant", ["world-writable", "other-owner", "symlink"])
+def test_a_folder_another_user_could_change_is_not_used_for_the_zip(monkeypatch, tmp_path, plant) -> None:
     import os
+    import stat
     import tempfile
 
-    from airflow_iceberg_provider.engine_package import private_directory
+    from airflow_iceberg_provider import engine_package
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir(mode=0o700)
-    (tmp_path / f"airflow-iceberg-provider-{os.getuid()}").symlink_to(elsewhere)
-    with pytest.raises(PermissionError, match="is not a private directory"):
-        private_directory()
+    planted = _planted_folder(tmp_path, plant)
+    engine_package.engine_zip.cache_clear()
+    try:
+        built = engine_package.engine_zip()
+    finally:
+        engine_package.engine_zip.cache_clear()
+    assert built.parent != planted and not list(planted.resolve().glob("*.zip"))
+    status = built.parent.lstat()
+    assert status.st_uid == os.getuid() and stat.S_IMODE(status.st_mode) == 0o700
 
 
-def test_a_zip_another_user_could_have_replaced_is_refused(monkeypatch, tmp_path) -> None:
+def test_a_zip_another_user_could_have_replaced_is_built_again(monkeypatch, tmp_path) -> None:
+    import os
     import tempfile
 
     from airflow_iceberg_provider import engine_package
@@ -108,9 +117,11 @@ def test_a_zip_another_user_could_have_replaced_is_refused(monkeypatch, tmp_path
     engine_package.engine_zip.cache_clear()
     try:
         built = engine_package.engine_zip()
+        built.write_bytes(b"planted")
         built.chmod(0o666)
         engine_package.engine_zip.cache_clear()
-        with pytest.raises(PermissionError, match="is not a private file"):
-            engine_package.engine_zip()
+        again = engine_package.engine_zip()
     finally:
         engine_package.engine_zip.cache_clear()
+    assert again == built and again.read_bytes()[:2] == b"PK" and not again.stat().st_mode & 0o022
+    assert again.stat().st_uid == os.getuid()

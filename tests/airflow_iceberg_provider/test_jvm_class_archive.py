@@ -130,3 +130,23 @@ def test_a_real_driver_jvm_writes_the_archive_once_and_maps_it_after(monkeypatch
         assert not any("Unable to use shared archive" in line for line in hook.job_output.tail), run
         assert archive.is_file() and archive.stat().st_size > 1_000_000, run
         assert [path.name for path in archive.parent.iterdir()] == ["driver.jsa"], run
+
+
+@pytest.mark.parametrize("plant", ["world-writable-folder", "archive-of-another-user", "archive-writable-by-others"])
+def test_an_archive_another_user_could_write_is_neither_mapped_nor_written(tmp_path, plant, caplog) -> None:
+    import os
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    archive = folder / "driver.jsa"
+    if plant == "world-writable-folder":
+        folder.chmod(0o1777)  # like /tmp: anyone could put a driver.jsa there first
+    else:
+        archive.write_bytes(b"archive")
+        if plant == "archive-of-another-user":
+            os.chown(archive, 65534, 65534)
+        else:
+            archive.chmod(0o666)
+    conf, partial = class_archive_conf(USER_OPTIONS, True, str(archive))
+    assert (conf, partial) == (USER_OPTIONS, None)
+    assert "is not used" in caplog.text and str(archive) in caplog.text

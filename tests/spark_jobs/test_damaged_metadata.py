@@ -1,7 +1,7 @@
 """Damaged metadata is bad input for every job: a truncated or unparsable metadata file, a truncated manifest list,
-a truncated or missing manifest, a Puffin file of deletion vectors cut inside its blobs. The job exits 2 with one line naming
-the file and the table, and changes nothing: no commit, no file deleted (maintenance refuses a table it cannot read
-whole, ``--dry-run`` too).
+a truncated or missing manifest, a Puffin file of deletion vectors cut inside its blobs. The job exits 2 with one
+line naming the file and the table, and changes nothing: no commit, no file deleted (maintenance refuses a table it
+cannot read whole, ``--dry-run`` too).
 
 Real tables of the session's ``testing`` catalog, damaged on disk; each job runs through ``run_job`` in this process
 as spark-submit would run it.

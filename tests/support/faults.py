@@ -2,7 +2,8 @@
 
 ``FaultyCatalog`` is pyiceberg's ``SqlCatalog`` (SQLite or PostgreSQL) whose ``commit_table`` and ``load_table``
 fail as the process-wide plan says, and whose tables get a ``FaultyFileIO``: pyiceberg's ``PyArrowFileIO`` that
-fails writes (after writing part of the file, as a broken connection does) and deletes of chosen paths. Jobs load it
+fails writes (after writing part of the file, as a broken connection does) and deletes of chosen paths; or that, just
+before a commit, starts a real outage the commit then meets (``before_commit``). Jobs load it
 through pyiceberg's configuration (``py-catalog-impl``), so the code under test runs unchanged; only the driver
 process sees the plan (executors rebuild a plain FileIO from the table's properties).
 """
@@ -10,6 +11,7 @@ process sees the plan (executors rebuild a plain FileIO from the table's propert
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +38,9 @@ class FaultPlan:
     write_path_contains: str = ""
     deletes_failing: bool = False
     delete_path_contains: str = ""
+    # Called once, just before the next commit is sent: starts a real outage (a lock held by another process, a
+    # stopped server) that the commit then meets; nothing is faked.
+    before_commit: Callable[[], None] | None = None
     fired: list[str] = field(default_factory=list)
     failed_deletes: list[str] = field(default_factory=list)
     _armed_reload_failures: int = 0
@@ -88,6 +93,10 @@ class FaultyCatalog(SqlCatalog):
         """Fail before sending, or land and then fail, as planned."""
         if plan().take("commits_failing_before_send"):
             raise InjectedFaultError("injected: connection reset before the commit was sent")
+        outage, plan().before_commit = plan().before_commit, None
+        if outage is not None:
+            plan().fired.append("before commit")
+            outage()
         response = super().commit_table(table, requirements, updates)
         plan().arm_reload_failures()
         if plan().take("commits_failing_after_landing"):

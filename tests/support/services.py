@@ -135,6 +135,8 @@ class PostgresServer:
     base_dir: Path
     managed: ManagedProcess
     user: str = "postgres"
+    argv: tuple[str, ...] = ()
+    run_as: str | None = None
 
     def uri(self, database: str = "postgres", driver: str = "postgresql+psycopg2") -> str:
         """SQLAlchemy URI of ``database`` on this server."""
@@ -157,6 +159,17 @@ class PostgresServer:
         """Stop the server and remove its data directory."""
         self.managed.stop()
         shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def halt(self) -> None:
+        """Stop the server (fast shutdown: open sessions are ended), keeping its data for ``resume``."""
+        self.managed.stop()
+
+    def resume(self, timeout: float = 60.0) -> None:
+        """Start the halted server again on the same data directory and port, and wait until it takes sessions."""
+        log_path = self.base_dir / "postgres.log"
+        self.managed = _start("postgres", list(self.argv), log_path, user=self.run_as, stop_signal=signal.SIGINT)
+        _wait_until("PostgreSQL", lambda: _port_open(self.port), self.managed, timeout)
+        _wait_for_sessions(self, timeout)
 
 
 def start_postgres(timeout: float = 60.0) -> PostgresServer:
@@ -203,17 +216,25 @@ def start_postgres(timeout: float = 60.0) -> PostgresServer:
     # SIGINT is PostgreSQL's fast shutdown: it ends open sessions (pooled catalog connections) instead of waiting.
     managed = _start("postgres", argv, log_path, user=run_as, stop_signal=signal.SIGINT)
     _wait_until("PostgreSQL", lambda: _port_open(port), managed, timeout)
-    server = PostgresServer(port=port, base_dir=base_dir, managed=managed)
-    # The port opens slightly before the server accepts sessions: retry a first connection.
+    server = PostgresServer(port=port, base_dir=base_dir, managed=managed, argv=tuple(argv), run_as=run_as)
+    try:
+        _wait_for_sessions(server, timeout)
+    except ServiceStartError:
+        server.stop()
+        raise
+    return server
+
+
+def _wait_for_sessions(server: PostgresServer, timeout: float) -> None:
+    """Wait until the server takes a session (its port opens slightly before it does)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
             server.create_database("postgres")
-            return server
+            return
         except Exception as exc:  # psycopg2.OperationalError while starting up
             if time.monotonic() > deadline:
-                server.stop()
-                raise ServiceStartError(f"PostgreSQL on port {port} refused connections: {exc}") from exc
+                raise ServiceStartError(f"PostgreSQL on port {server.port} refused connections: {exc}") from exc
             time.sleep(0.25)
 
 
