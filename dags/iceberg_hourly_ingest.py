@@ -31,13 +31,18 @@ except ImportError:  # Airflow 3.1
     from airflow.timetables.interval import CronDataIntervalTimetable
 
 from airflow_iceberg_provider.operators.ingest import IcebergIngestOperator
+from airflow_iceberg_provider.private_files import private_directory
 from airflow_iceberg_provider.sensors.source_files import IcebergSourceFilesSensor
 from airflow_iceberg_provider.settings import ICEBERG_CONN_ID_ENV, ProviderSettings
 
 SETTINGS = ProviderSettings.from_environment()
 # An ``iceberg`` connection when one is configured; otherwise the catalog comes from pyiceberg's configuration.
 ICEBERG_CONN_ID = os.environ.get(ICEBERG_CONN_ID_ENV) or None
-LANDING_ROOT = os.environ.get("ICEBERG_DEMO_LANDING_ROOT", "/tmp/iceberg-provider-landing")
+# Default: this user's private folder under the temp folder (another local user can neither plant files in it nor
+# read them); the compose deployment lands on s3://landing.
+LANDING_ROOT = os.environ.get("ICEBERG_DEMO_LANDING_ROOT") or str(
+    private_directory("iceberg-provider-landing", fallback=False)
+)
 TABLE = f"{SETTINGS.namespace}.events"
 # The hour the run loads: its data interval, which starts an hour before the run does.
 HOUR_FOLDER = LANDING_ROOT + "/events/{{ data_interval_start.strftime('%Y-%m-%d/%H') }}/"
