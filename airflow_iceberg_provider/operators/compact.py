@@ -24,6 +24,7 @@ from airflow_iceberg_provider.operators.spark_job import (
 from airflow_iceberg_provider.plugins.urls import plugin_url
 from airflow_iceberg_provider.report_store import relative_report_path, task_report_path, write_report
 from airflow_iceberg_provider.settings import ProviderSettings
+from airflow_iceberg_provider.table_failures import failing_on_damage, reading_naming_damage
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -189,7 +190,9 @@ class IcebergCompactOperator(IcebergSparkJobOperator):
         """Log the table's health, run the job, then report the files before and after."""
         hook = self.catalog_hook()
         thresholds = CompactionThresholds(target_file_size_bytes=self._target_override()).with_defaults()
-        before = file_stats(hook.load_table(self.table), thresholds=thresholds)
+        with failing_on_damage():  # damaged metadata: the job would refuse it too (exit 2), so no retries
+            table = hook.load_table(self.table)
+            before = reading_naming_damage(lambda: file_stats(table, thresholds=thresholds), table)
         explanation = thresholds.explain(before)
         self.log.info("%s before compaction, per partition (the sensor's default rules):", self.table)
         for line in explanation:

@@ -80,3 +80,15 @@ def test_a_catalog_that_cannot_be_reached_is_not_damage(monkeypatch, events_tabl
     with pytest.raises(Exception) as raised:
         sensor.poke(context={})
     assert not isinstance(raised.value, AirflowFailException)
+
+
+def test_compact_operator_damaged_manifest(testing_catalog, events_table) -> None:  # fails before spark-submit
+    from airflow_iceberg_provider.operators.compact import IcebergCompactOperator
+
+    table = testing_catalog.load_table(events_table)
+    manifest = _local(table.current_snapshot().manifests(table.io)[0].manifest_path)
+    _truncate(manifest)
+    operator = IcebergCompactOperator(task_id="compact", catalog="testing", table=events_table)
+    with pytest.raises(AirflowFailException) as raised:
+        operator.execute(context={})
+    assert events_table in str(raised.value) and manifest.name in str(raised.value)

@@ -24,8 +24,6 @@ from spark_jobs import read as read_job
 from spark_jobs.job_contract import EXIT_OK, EXIT_USAGE
 from spark_jobs.job_support import run_job
 
-pytestmark = pytest.mark.spark35
-
 _names = itertools.count()
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("category", pa.string())])
 JOBS = {"read": read_job.main, "compact": compact_job.main, "maintain": maintain_job.main, "ingest": ingest_job.main}
@@ -105,10 +103,18 @@ RUNS = [
 ]
 # What a job may answer without the damaged file: a count from the manifest list's totals reads no manifest.
 ANSWERED_WITHOUT_IT = {("read --count", "manifest-truncated"), ("read --count", "manifest-missing")}
+# Every job with the audit's two damages, every damage with three jobs of different readers (planning, expiry, orphans).
+CASES = sorted(
+    {(run, damage) for run in RUNS for damage in ("metadata-truncated", "manifest-missing")}
+    | {
+        (run, damage)
+        for run in ("read --output", "expire-snapshots", "remove-orphan-files --dry-run")
+        for damage in DAMAGES
+    }
+)
 
 
-@pytest.mark.parametrize("damage", DAMAGES)
-@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize(("run", "damage"), CASES, ids=[f"{run}-{damage}" for run, damage in CASES])
 def test_a_job_on_damaged_metadata_exits_2_naming_the_file_and_the_table_and_changes_nothing(
     testing_catalog, tmp_path, capsys, run, damage
 ) -> None:
@@ -159,6 +165,7 @@ def _puffin_files(identifier: str, testing_catalog) -> list[Path]:
 
 
 @pytest.mark.spark
+@pytest.mark.spark35
 def test_a_truncated_puffin_file_is_named_by_the_read_and_the_compaction(
     dv_table, testing_catalog, tmp_path, capsys
 ) -> None:
@@ -180,6 +187,7 @@ def test_a_truncated_puffin_file_is_named_by_the_read_and_the_compaction(
 
 
 @pytest.mark.spark
+@pytest.mark.spark35
 @pytest.mark.usefixtures("spark")
 def test_an_ingest_into_a_table_with_a_damaged_metadata_file_exits_2(testing_catalog, tmp_path, capsys) -> None:
     table, identifier = _table(testing_catalog)

@@ -93,19 +93,27 @@ def test_spark_submit_ingest_creates_upserts_and_is_idempotent(testing_catalog, 
 
 
 def test_spark_submit_bad_input_exits_2_with_one_line_and_commits_nothing(testing_catalog, tmp_path) -> None:
+    """A value the table cannot take, met by Spark on an executor (a decimal beyond its precision in --sql): exit 2,
+    one line naming the table and the value, no JSON line of Spark's own logging in the output, nothing committed."""
     testing_catalog.create_namespace_if_not_exists("ingest_cli")
     table = testing_catalog.create_table(
-        "ingest_cli.typed", pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())]),
+        "ingest_cli.amounts", pa.schema([pa.field("id", pa.int64()), pa.field("amount", pa.decimal128(5, 2))]),
         properties={"format-version": "2"},
     )  # fmt: skip
-    source = tmp_path / "bad.parquet"
-    pq.write_table(pa.table({"id": pa.array([1], pa.int64()), "name": pa.array([3.5])}), source)
+    source = tmp_path / "amounts.csv"
+    source.write_text("id,amount\n1,12.5\n2,123456.78\n")
+    sql = "SELECT cast(id AS bigint) AS id, cast(amount AS decimal(5,2)) AS amount FROM source"
     done = _spark_submit(
-        ["--catalog", "testing", "--table", "ingest_cli.typed", "--source", str(source), "--mode", "append"]
-    )
+        ["--catalog", "testing", "--table", "ingest_cli.amounts", "--source", str(source), "--source-format", "csv",
+         "--sql", sql, "--mode", "append"]
+    )  # fmt: skip
     assert done.returncode == 2, done.stderr[-4000:]
     reasons = _error_lines(done)
-    assert len(reasons) == 1 and "'name' has type double in the source but string in the table" in reasons[0]
+    assert len(reasons) == 1, reasons
+    assert "table ingest_cli.amounts" in reasons[0] and "NUMERIC_VALUE_OUT_OF_RANGE" in reasons[0], reasons[0]
+    assert "123456.78" in reasons[0] and "Decimal(5, 2)" in reasons[0]
+    json_lines = [line for line in done.stdout.splitlines() if line.strip().startswith("{")]
+    assert json_lines == [], json_lines  # PySpark's query-context logger printed one before
     assert testing_catalog.load_table(table.name()).current_snapshot() is None
     data_dir = Path(table.metadata.location.removeprefix("file://")) / "data"
     assert not list(data_dir.rglob("*.parquet"))
