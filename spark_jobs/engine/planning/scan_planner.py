@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -120,6 +121,12 @@ def plan_scan(
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed(row_filter: str) -> BooleanExpression:
+    """A row filter's text parsed once per process (the parser costs milliseconds; warm plans ask again)."""
+    return parse(row_filter)
+
+
 def bind_row_filter(
     table: Table, schema: Schema, row_filter: BooleanExpression | str | None, case_sensitive: bool
 ) -> tuple[BooleanExpression, BooleanExpression]:
@@ -129,7 +136,7 @@ def bind_row_filter(
     table_name = ".".join(table.name())
     if isinstance(row_filter, str):
         try:
-            unbound = parse(row_filter)
+            unbound = _parsed(row_filter)
         except ParseException as error:
             rest = row_filter[error.loc :].strip()
             where = f"near {rest[:40]!r}" if rest else "at its end"
