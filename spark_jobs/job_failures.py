@@ -311,7 +311,7 @@ def naming_the_argument(reason: str, error: BaseException) -> str:
         chosen = min(mentions, key=lambda pair: pair[0])[1] if mentions else None
     if chosen is None:
         return reason
-    shown = "" if chosen.value is None else f" {_quoted(_abridged(chosen.value, 60))}"
+    shown = "" if chosen.value is None else f" {_quoted(_cut(chosen.value, 60))}"
     return f"{chosen.flag}{shown}: {reason}"
 
 
@@ -536,9 +536,13 @@ def _describe(error: BaseException) -> str:
 
 
 def _abridged(name: str, keep: int = 80) -> str:
-    """``name`` (a path, a table) cut in its middle when longer than ``keep`` characters, so the reason still fits."""
-    name = _one_line(name)
-    return name if len(name) <= keep else f"{name[: keep // 2 - 2]}...{name[-(keep // 2 - 1) :]}"
+    """``name`` (a path, a table) on one line, cut in its middle when longer than ``keep`` characters."""
+    return _cut(_one_line(name), keep)
+
+
+def _cut(text: str, keep: int) -> str:
+    """``text`` cut in its middle when longer than ``keep`` characters, so the reason still fits."""
+    return text if len(text) <= keep else f"{text[: keep // 2 - 2]}...{text[-(keep // 2 - 1) :]}"
 
 
 def _one_line(text: str) -> str:

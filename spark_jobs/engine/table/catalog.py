@@ -133,7 +133,7 @@ def load_table(catalog: Catalog, identifier: str) -> Table:
             "'namespace.table'",
             argument="table",
         )
-    check_name_parts(identifier, parts)
+    check_name_parts(parts)
     reason = ""
     name_metadata_files()
     try:

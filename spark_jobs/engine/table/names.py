@@ -39,14 +39,15 @@ _CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 _SHOWN = 60
 
 
-def check_name_parts(identifier: str, parts: tuple[str, ...]) -> None:
-    """Refuse an identifier whose namespace or table name holds a control character (module doc, step 1)."""
-    for part in parts:
+def check_name_parts(parts: tuple[str, ...]) -> None:
+    """Refuse identifier parts (namespace and table names) holding a control character (module doc, step 1)."""
+    for index, part in enumerate(parts):
         bad = next((c for c in part if unicodedata.category(c) in _CONTROL_CATEGORIES), None)
         if bad is not None:
+            kind = "table" if index == len(parts) - 1 else "namespace"
             raise UserInputError(
-                f"table identifier {_shown(identifier)} holds the control character U+{ord(bad):04X} in "
-                f"{_shown(part)}; namespace and table names may not hold control characters",
+                f"the {kind} name {_shown(part)} holds the control character U+{ord(bad):04X}; namespace and "
+                "table names may not hold control characters",
                 argument="table",
             )
 
@@ -54,7 +55,7 @@ def check_name_parts(identifier: str, parts: tuple[str, ...]) -> None:
 def check_new_table_name(catalog: Catalog, identifier: str) -> None:
     """Refuse a table name its storage cannot hold, before the table or its namespace is created (step 2)."""
     parts = Catalog.identifier_to_tuple(identifier)
-    check_name_parts(identifier, parts)
+    check_name_parts(parts)
     namespace, table = parts[:-1], parts[-1]
     location = _new_table_location(catalog, namespace, table)
     name_max, path_max, storage = _limits(location)
@@ -64,17 +65,16 @@ def check_new_table_name(catalog: Catalog, identifier: str) -> None:
         size = len(folder.encode())
         if size > name_max:
             raise UserInputError(
-                f"table identifier {_shown(identifier)}: the {what} name is {size} bytes as a folder, longer than "
-                f"the {name_max} bytes {storage} takes; choose a shorter name",
+                f"the {what} name is {size} bytes as a folder, longer than the {name_max} bytes {storage} takes; "
+                "choose a shorter name",
                 argument="table",
             )
     if location is not None and path_max is not None:
         size = len(location.encode()) + TABLE_PATH_RESERVE
         if size > path_max:
             raise UserInputError(
-                f"table identifier {_shown(identifier)}: its location {_shown(location)} leaves too little room for "
-                f"the table's files ({size} bytes with them; {storage} takes paths of at most {path_max} bytes); "
-                "choose a shorter name",
+                f"the location {_shown(location)} of a new table leaves too little room for its files ({size} bytes "
+                f"with them; {storage} takes paths of at most {path_max} bytes); choose a shorter name",
                 argument="table",
             )
 
