@@ -4,10 +4,11 @@
 2. Per batch of ``plan.groups_per_commit`` groups (all of them without partial progress): the batch's groups are
    rewritten in waves of at most ``max-concurrent-file-group-rewrites`` groups, so no more than that many groups
    are rewritten at the same time (Java's meaning of the option). A wave's rewrite tasks
-   (``compaction.rewrite_tasks``) run as one Spark job, one task per expected output file, with ``mapInArrow``;
-   each returns the files it wrote, and an accumulator sums the reader's counters. Java keeps up to N groups in
-   flight on a thread pool, one Spark job per group; here the next wave starts when the slowest group of the
-   previous one is done, which keeps one job per wave and the bound easy to see (``RewriteOutcome.waves``).
+   (``compaction.rewrite_tasks``) run as one Spark job, one task per expected output file, through the executor
+   seam (``SparkExecutor.run_tasks``); each returns the files it wrote with its reader's counters. Java keeps up
+   to N groups in flight on a thread pool, one Spark job per group; here the next wave starts when the slowest
+   group of the previous one is done, which keeps one job per wave and the bound easy to see
+   (``RewriteOutcome.waves``).
    Sort and z-order rewrites run each wave as a sample, a shuffle by key range and sorted writes instead
    (``spark_shuffle_rewrite``).
 3. The batch is committed (``compaction.rewrite_commit``) as one ``replace`` snapshot with the starting data
@@ -22,11 +23,8 @@
 from __future__ import annotations
 
 import logging
-import pickle
 import time
-from collections.abc import Iterator
 
-import pyarrow as pa
 from pyiceberg.table import Table
 from pyspark.sql import SparkSession
 
@@ -45,12 +43,10 @@ from spark_jobs.engine.compaction.rewrite_tasks import (
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.engine.write.job_files import delete_leftovers
-from spark_jobs.spark.scan import ScanMetricsParam, task_payloads, task_rows
+from spark_jobs.spark.executor import SparkExecutor
 from spark_jobs.spark.shuffle_rewrite import run_shuffle_wave
-from spark_jobs.spark.write import task_attempt_tag
 
 log = logging.getLogger(__name__)
-_OUTPUT_SCHEMA = "group_index int, file binary"
 
 
 def rewrite_waves(groups: list[FileGroup], max_concurrent: int) -> list[list[FileGroup]]:
@@ -95,30 +91,19 @@ def rewrite_groups(
 def _run_wave(
     spark: SparkSession, tasks: list[RewriteTask], contexts: RewriteContexts, counters: ScanMetrics | None
 ) -> list[tuple[int, WrittenFile]]:
-    """Run ``tasks`` as one Spark job (one Spark task each); (group index, written file) pairs."""
-    accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
-    payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
-    task_frame, closed_over = task_rows(spark, payloads)
+    """Run ``tasks`` as one Spark job (one Spark task each, through the executor seam); (group index, written file)
+    pairs."""
 
-    def rewrite_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        metrics = ScanMetrics()
-        for payload in task_payloads(batches, closed_over):
-            task = pickle.loads(payload)
-            written = rewrite_task(task, contexts, metrics, task_attempt_tag())
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array([task.group_index] * len(written), pa.int32()),
-                    pa.array([pickle.dumps(item) for item in written], pa.binary()),
-                ],
-                names=["group_index", "file"],
-            )
-        accumulator.add(metrics.as_dict())
+    def rewrite(task: RewriteTask, metrics: ScanMetrics, attempt: str) -> list[WrittenFile]:
+        return rewrite_task(task, contexts, metrics, attempt)
 
-    rows = task_frame.mapInArrow(rewrite_partition, _OUTPUT_SCHEMA).collect()
+    groups = sorted({task.group_index for task in tasks})
+    description = f"rewrite file groups {groups} ({len(tasks)} tasks)"
+    written, task_counters = SparkExecutor(spark).run_tasks(tasks, rewrite, description)
     if counters is not None:
-        for key, value in accumulator.value.items():
+        for key, value in task_counters.items():
             setattr(counters, key, getattr(counters, key) + value)
-    return [(row["group_index"], pickle.loads(row["file"])) for row in rows]
+    return [(task.group_index, item) for task, files in zip(tasks, written, strict=True) for item in files]
 
 
 def run_rewrite(spark: SparkSession, table: Table, plan: RewritePlan) -> RewriteOutcome:

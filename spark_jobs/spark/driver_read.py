@@ -30,17 +30,18 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spark_jobs.engine.jobs.executor import ExportTarget, TaskFold
+from spark_jobs.engine.jobs.executor import ExportTarget, ResultT, TaskFold, TaskResults, TaskRun, TaskT, fold_session
 from spark_jobs.engine.jobs.export_location import local_path, staging_location
 from spark_jobs.engine.jobs.placement import planned_bytes, spark_needed_before_planning
 from spark_jobs.engine.read.session import ReadSession
-from spark_jobs.engine.read.task_scan import read_task, read_tasks_in_process
+from spark_jobs.engine.read.task_scan import read_tasks_in_process
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.spark.ansi import ANSI_CONF, ansi_default
@@ -172,8 +173,8 @@ def _delete_staging(staging: Path) -> None:
 
 
 class InProcessExecutor:
-    """Scan tasks run by this process, one after another (the read job's driver route, and the Python API without
-    a Spark session). ``parquet_codec`` and ``ansi`` default to what spark-submit set (``submitted_*``)."""
+    """Tasks run by this process, one after another (the read job's driver route, and the Python API without a
+    Spark session). ``parquet_codec`` and ``ansi`` default to what spark-submit set (``submitted_*``)."""
 
     ran_in: Literal["driver"] = "driver"
 
@@ -193,13 +194,17 @@ class InProcessExecutor:
         """No slots to fill: the table's split size plans the tasks."""
         return None
 
+    def run_tasks(self, tasks: Sequence[TaskT], run: TaskRun[TaskT, ResultT], description: str) -> TaskResults[ResultT]:
+        """Every task run here, in plan order; the n-th is tagged ``driver-t<n>`` (the files it writes say so)."""
+        metrics = ScanMetrics()
+        results = [run(task, metrics, f"driver-t{index}") for index, task in enumerate(tasks)]
+        return results, metrics.as_dict()
+
     def fold_tasks(
         self, session: ReadSession, fold: TaskFold, description: str
     ) -> tuple[list[list[Any]], dict[str, int]]:
         """Every task folded here, in plan order."""
-        metrics = ScanMetrics()
-        partials = [fold(read_task(task, session.context, metrics)) for task in session.tasks]
-        return partials, metrics.as_dict()
+        return fold_session(self, session, fold, description)
 
     def count_rows(self, session: ReadSession) -> int:
         """The rows read here (counters into ``session.metrics``)."""

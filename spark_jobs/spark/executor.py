@@ -1,11 +1,13 @@
-"""Spark's implementation of the executor seam (``engine/jobs/executor.py``): one Spark task per scan task.
+"""Spark's implementation of the executor seam (``engine/jobs/executor.py``): one Spark task per planned task.
 
-- ``fold_tasks`` (``fold_on_spark``): one stage of scan tasks, each returning one small partial to the driver:
-  1. each scan task becomes one partition of a Python RDD (``parallelize`` of the pickled tasks, one per slice);
-  2. on the executor the task is read by ``read.task_scan.read_task`` (deletes and the row filter applied) and
-     its batches folded (an aggregate's ``AggregatePlan.partial_of``, in pyarrow); it yields (partials, counters);
+- ``run_tasks`` (``run_on_spark``): one stage of tasks, each sending its results to the driver:
+  1. each planned task becomes one partition of a Python RDD (``parallelize`` of the pickled tasks, one per slice);
+  2. on the executor the task is run by the job's function, given a fresh ``ScanMetrics`` and the attempt's tag
+     (``task_attempt_tag``: stage, partition, attempt and Spark's task attempt id); it yields (results, counters);
   3. ``collect`` brings the pairs to the driver: one Spark job of one stage, no shuffle, and no row crosses into
-     the JVM (a DataFrame aggregate would hand every surviving row from Python to the JVM, then exchange partials).
+     the JVM. A failed attempt's results never reach the driver; a retried one's files carry another tag.
+  An aggregate's folds (``fold_tasks``: each task read by ``read.task_scan.read_task`` and folded in pyarrow),
+  compaction's rewrite waves and an ingest's Parquet-source writes run this way.
 - ``count_rows``: a DataFrame over the tasks (``mapInArrow``), counted by Spark.
 - ``write_export``: that DataFrame with its executors' counters, written by Spark's writer through a staging
   directory where Spark's JVM has a file system for the output (``spark/export.py``), else by pyarrow on the
@@ -18,9 +20,18 @@ import pickle
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
-from spark_jobs.engine.jobs.executor import ExportTarget, TaskFold
+from spark_jobs.engine.jobs.executor import (
+    ExportTarget,
+    ResultT,
+    TaskFold,
+    TaskResults,
+    TaskRun,
+    TaskT,
+    fold_session,
+)
 from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import ScanTask
 from spark_jobs.engine.read.task_scan import read_task
@@ -35,19 +46,34 @@ if TYPE_CHECKING:
 JOB_DESCRIPTION = "spark.job.description"
 
 
-def fold_on_spark(
-    spark: SparkSession, tasks: Sequence[ScanTask], context: ScanContext, fold: TaskFold, description: str
-) -> tuple[list[list[Any]], dict[str, int]]:
-    """Every task's ``fold`` of its batches (one Spark task each, module doc) and the executors' counters summed."""
+def task_attempt_tag() -> str:
+    """What names this task attempt in the files it writes: stage, partition, attempt, and Spark's task attempt id.
+
+    The attempt id is unique within the Spark application: a stage re-run after a fetch failure restarts attempt
+    numbers at 0 while tasks of the earlier stage attempt may still be writing, so stage, partition and attempt
+    number alone could name two writers' files the same.
+    """
+    context = TaskContext.get()
+    if context is None:
+        return "driver"
+    return f"s{context.stageId()}-t{context.partitionId()}-a{context.attemptNumber()}-i{context.taskAttemptId()}"
+
+
+def run_on_spark(
+    spark: SparkSession, tasks: Sequence[TaskT], run: TaskRun[TaskT, ResultT], description: str
+) -> TaskResults[ResultT]:
+    """Every task run by ``run`` on the executors (one Spark task each, module doc), its results in task order, and
+    the executors' counters summed; ``description`` is what Spark's UI shows for the job."""
     payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
     if not payloads:
         return [], {}
 
-    def run_tasks(task_payloads: Iterable[bytes]) -> Iterator[tuple[list[Any], dict[str, int]]]:
+    def run_tasks(task_payloads: Iterable[bytes]) -> Iterator[tuple[list[ResultT], dict[str, int]]]:
+        attempt = task_attempt_tag()  # one planned task per Spark task (one per slice): the tag names it alone
         for payload in task_payloads:
             metrics = ScanMetrics()
-            partials = fold(read_task(pickle.loads(payload), context, metrics))
-            yield partials, metrics.as_dict()
+            results = run(pickle.loads(payload), metrics, attempt)
+            yield results, metrics.as_dict()
 
     context_ = spark.sparkContext
     previous = context_.getLocalProperty(JOB_DESCRIPTION)
@@ -60,7 +86,18 @@ def fold_on_spark(
     for _, task_counters in replies:
         for key, value in task_counters.items():
             counters[key] = counters.get(key, 0) + value
-    return [partials for partials, _ in replies], counters
+    return [results for results, _ in replies], counters
+
+
+def fold_on_spark(
+    spark: SparkSession, tasks: Sequence[ScanTask], context: ScanContext, fold: TaskFold, description: str
+) -> tuple[list[list[Any]], dict[str, int]]:
+    """Every task's ``fold`` of its batches (one Spark task each, module doc) and the executors' counters summed."""
+
+    def read_and_fold(task: ScanTask, metrics: ScanMetrics, _attempt: str) -> list[Any]:
+        return fold(read_task(task, context, metrics))
+
+    return run_on_spark(spark, tasks, read_and_fold, description)
 
 
 class SparkExecutor:
@@ -75,11 +112,15 @@ class SparkExecutor:
         """Spark's task slots (``spark/scan.py``: one task per slot suits these routes)."""
         return read_parallelism(self.spark)
 
+    def run_tasks(self, tasks: Sequence[TaskT], run: TaskRun[TaskT, ResultT], description: str) -> TaskResults[ResultT]:
+        """Every task run on the executors, one Spark stage (``run_on_spark``)."""
+        return run_on_spark(self.spark, tasks, run, description)
+
     def fold_tasks(
         self, session: ReadSession, fold: TaskFold, description: str
     ) -> tuple[list[list[Any]], dict[str, int]]:
         """Every task folded on the executors, one Spark stage; ``description`` is what Spark's UI shows."""
-        return fold_on_spark(self.spark, session.tasks, session.context, fold, description)
+        return fold_session(self, session, fold, description)
 
     def count_rows(self, session: ReadSession) -> int:
         """Spark's count of the DataFrame over the tasks."""

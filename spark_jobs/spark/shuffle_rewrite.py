@@ -40,8 +40,8 @@ from spark_jobs.engine.compaction.shuffle_tasks import (
 from spark_jobs.engine.compaction.strategy import RewriteStrategy
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.file_entries import WrittenFile
+from spark_jobs.spark.executor import task_attempt_tag
 from spark_jobs.spark.scan import ScanMetricsParam
-from spark_jobs.spark.write import task_attempt_tag
 
 
 def run_shuffle_wave(

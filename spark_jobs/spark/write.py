@@ -11,12 +11,11 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import pickle
 import warnings
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,12 +25,12 @@ from pyiceberg.types import GeographyType, GeometryType, IcebergType
 from pyiceberg.types import ListType as IcebergList
 from pyiceberg.types import MapType as IcebergMap
 from pyiceberg.types import StructType as IcebergStruct
-from pyspark import TaskContext
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StructType
 
 from spark_jobs.engine.ingest.batch_keys import rows_with_keys
+from spark_jobs.engine.jobs.executor import write_files
 from spark_jobs.engine.parquet.key_bloom_probe import KeyBloomProbe
 from spark_jobs.engine.planning.metrics_filter import sorted_key_values
 from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_POSITION, ScanContext
@@ -44,17 +43,18 @@ from spark_jobs.engine.planning.splitting import (
     slice_weight,
 )
 from spark_jobs.engine.read.task_scan import read_slice
-from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.write.background_write import BackgroundWrite
 from spark_jobs.engine.write.file_entries import WrittenFile
-from spark_jobs.engine.write.parquet_source import ParquetSource, read_source_task
+from spark_jobs.engine.write.parquet_source import ParquetSource, SourceRun, read_source_task
+from spark_jobs.engine.write.task_files import RequiredNulls, TaskFiles, files_without_nulls, written_or_nulls
 from spark_jobs.engine.write.write_context import (
     WriteContext,
     write_data_stream,
     write_equality_delete_rows,
     write_position_delete_rows,
 )
+from spark_jobs.spark.executor import SparkExecutor, task_attempt_tag
 from spark_jobs.spark.scan import task_payloads, task_rows
 from spark_jobs.spark.types import conform_batch, estimated_row_bytes, spark_arrow_schema_of, spark_schema_of
 
@@ -78,29 +78,6 @@ _ARROW_BATCH_ROWS_MIN = 10_000
 _ARROW_BATCH_ROWS_MAX = 131_072
 
 
-def task_attempt_tag() -> str:
-    """What names this task attempt in the files it writes: stage, partition, attempt, and Spark's task attempt id.
-
-    The attempt id is unique within the Spark application: a stage re-run after a fetch failure restarts attempt
-    numbers at 0 while tasks of the earlier stage attempt may still be writing, so stage, partition and attempt
-    number alone could name two writers' files the same.
-    """
-    context = TaskContext.get()
-    if context is None:
-        return "driver"
-    return f"s{context.stageId()}-t{context.partitionId()}-a{context.attemptNumber()}-i{context.taskAttemptId()}"
-
-
-@dataclass(frozen=True)
-class RequiredNulls:
-    """A task's count of nulls in required columns, sent to the driver in place of its written files."""
-
-    null_counts: dict[str, int]
-
-
-TaskFiles = list[WrittenFile | RequiredNulls]  # what a writing task sends the driver
-
-
 def _collect_files(frame: DataFrame) -> list[WrittenFile]:
     return [pickle.loads(row[FILE_COLUMN]) for row in frame.collect()]
 
@@ -116,14 +93,14 @@ def write_dataframe(frame: DataFrame, context: WriteContext) -> list[WrittenFile
     Each Spark partition streams into rolling writers (at most a row group per table partition in memory), except
     for a table with a sort order, whose task gathers its rows to sort them (``write_data_stream``). Nulls in a
     column the table requires raise ``RequiredColumnNullsError`` with the rows counted over every task
-    (``_written_or_nulls``).
+    (``engine/write/task_files.py``).
     """
 
     def write_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         first = next(batches, None)
         if first is None:
             return
-        written = _written_or_nulls(
+        written = written_or_nulls(
             lambda: write_data_stream(itertools.chain([first], batches), context, task_attempt_tag(), first.schema)
         )
         if written:
@@ -134,7 +111,7 @@ def write_dataframe(frame: DataFrame, context: WriteContext) -> list[WrittenFile
             described = _written_through_arrow_udf(frame, context)
         else:
             described = _collect_task_files(frame.mapInArrow(write_partition, f"{FILE_COLUMN} binary"))
-    return _files_without_nulls(described)
+    return files_without_nulls(described)
 
 
 def _collect_task_files(frame: DataFrame) -> TaskFiles:
@@ -154,7 +131,7 @@ def _written_through_arrow_udf(frame: DataFrame, context: WriteContext) -> TaskF
     def write_columns(column_batches: Iterator[Any]) -> Iterator[pa.Array]:
         tag = task_attempt_tag()
         background: BackgroundWrite[WrittenFile | RequiredNulls] = BackgroundWrite(
-            lambda batches, schema: _written_or_nulls(lambda: write_data_stream(batches, context, tag, schema))
+            lambda batches, schema: written_or_nulls(lambda: write_data_stream(batches, context, tag, schema))
         )
         held: list[int] = []  # rows of the batches whose (null) results are held back
         for columns in column_batches:
@@ -208,53 +185,19 @@ def arrow_batch_rows(frame: DataFrame) -> Iterator[int]:
         conf.unset(ARROW_BATCH_ROWS_KEY)
 
 
-def _written_or_nulls(write: Callable[[], list[WrittenFile]]) -> TaskFiles:
-    """A task's written files, or its count of nulls in required columns in their place.
-
-    Bad input is reported to the driver rather than raised: Spark would retry the task, and each task would name
-    only its own rows.
-    """
-    try:
-        return list(write())
-    except RequiredColumnNullsError as error:
-        return [RequiredNulls(dict(error.null_counts))]
-
-
-def _files_without_nulls(described: Sequence[WrittenFile | RequiredNulls]) -> list[WrittenFile]:
-    """The tasks' written files; ``RequiredColumnNullsError`` with the total when any task found nulls."""
-    nulls: dict[str, int] = {}
-    files: list[WrittenFile] = []
-    for item in described:
-        if isinstance(item, RequiredNulls):
-            for name, count in item.null_counts.items():
-                nulls[name] = nulls.get(name, 0) + count
-        else:
-            files.append(item)
-    if nulls:
-        raise RequiredColumnNullsError(nulls)
-    return files
-
-
 def write_parquet_source(spark: SparkSession, source: ParquetSource, context: WriteContext) -> list[WrittenFile]:
     """Write a planned Parquet source as data files, each task reading its row groups with pyarrow.
 
-    The rows go from the source files to the writer in Arrow, in the task: no JVM decoding, no row conversion.
+    The rows go from the source files to the writer in Arrow, in the task: no JVM decoding, no row conversion. The
+    tasks run through the executor seam's ``write_files`` (one Spark task each).
     """
-    if not source.tasks:
-        return []
     schema = source.arrow_schema
-    payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in source.tasks]
-    rows, closed_over = task_rows(spark, payloads)
 
-    def write_source_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for payload in task_payloads(batches, closed_over):
-            source_rows = read_source_task(pickle.loads(payload), context.io, schema)
-            write = functools.partial(write_data_stream, source_rows, context, task_attempt_tag(), schema)
-            written = _written_or_nulls(write)
-            if written:
-                yield _file_batch(written)
+    def write_source_task(task: tuple[SourceRun, ...], _metrics: ScanMetrics, attempt: str) -> list[WrittenFile]:
+        return write_data_stream(read_source_task(task, context.io, schema), context, attempt, schema)
 
-    return _files_without_nulls(_collect_files(rows.mapInArrow(write_source_task, f"{FILE_COLUMN} binary")))
+    description = f"write {len(source.tasks)} source task(s) into {context.table_location}"
+    return write_files(SparkExecutor(spark), source.tasks, write_source_task, description)[0]
 
 
 def key_positions(

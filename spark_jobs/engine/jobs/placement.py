@@ -12,6 +12,8 @@ the facts allow, so that Spark, when it is needed, starts beside the planning ra
 Ruling the driver out starts Spark at once (on a helper thread); its executor is awaited when the job needs it, and
 this process's executor is made only when asked for.
 A placement made with ``Placement.fixed`` is decided from the start (the Python API given a session, or none).
+The ingest and compact jobs have no driver route: their tasks run on Spark's executor whenever they have any (an
+ingest's source is read by Spark, a sort rewrite shuffles), and Spark starts only then (never for ``--dry-run``).
 """
 
 from __future__ import annotations
