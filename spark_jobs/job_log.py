@@ -39,7 +39,7 @@ def _words(key: str) -> str:
     return key.replace("_", " ")
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -26,7 +26,7 @@ import traceback
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_contract import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, error_line
@@ -34,6 +34,9 @@ from spark_jobs.job_failures import classify, clear_subject, exception_texts, se
 from spark_jobs.job_log import SPARK_START_PHASE, log_summary
 
 if TYPE_CHECKING:
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
     from spark_jobs.engine.jobs.executor import TaskExecutor
     from spark_jobs.engine.jobs.placement import Placement
 
@@ -50,7 +53,7 @@ __all__ = [
 ENGINE_ZIP_NAME = "spark_jobs.zip"
 log = logging.getLogger("spark_jobs")
 # Sessions ``spark_session`` created (not found running): ``run_job`` stops them before printing the result.
-_SESSIONS_STARTED: list[Any] = []
+_SESSIONS_STARTED: list[SparkSession] = []
 # Seconds each of those took to start, reported apart from the job's own phases.
 _START_SECONDS: list[float] = []
 # Spark's own log level unless the job is submitted with ``spark.log.level`` (Spark 3.5+), e.g. ``INFO``.
@@ -127,7 +130,7 @@ def _stop_spark() -> None:
         _SESSIONS_STARTED.pop().stop()
 
 
-def start_spark_session(app_name: str) -> Callable[[], Any]:
+def start_spark_session(app_name: str) -> Callable[[], SparkSession]:
     """Start the job's SparkSession on a helper thread; returns a function that waits for it and returns it.
 
     A job that plans on the driver before it needs Spark (the read job) overlaps the SparkContext's start (mostly
@@ -151,7 +154,7 @@ def start_spark_session(app_name: str) -> Callable[[], Any]:
     thread = threading.Thread(target=start, name="spark-session-start", daemon=True)
     thread.start()
 
-    def wait() -> Any:
+    def wait() -> SparkSession:
         thread.join()
         if "error" in outcome:
             raise outcome["error"]
@@ -185,7 +188,7 @@ def job_placement(max_bytes: int, app_name: str) -> Placement:
     return Placement(max_bytes, in_process, start_spark)
 
 
-def spark_session(app_name: str) -> Any:
+def spark_session(app_name: str) -> SparkSession:
     """The job's SparkSession; master and configuration come from spark-submit (``local[*]`` without it).
 
     A session the job starts logs at ``DEFAULT_SPARK_LOG_LEVEL`` unless ``spark.log.level`` is given, and announces
@@ -245,7 +248,15 @@ def silence_query_context_logs() -> None:
 _QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
-def session_defaults(submitted: Any, spark_version: str) -> dict[str, str]:
+class ConfLookup(Protocol):
+    """What ``session_defaults`` asks of a configuration: whether it sets a key (``SparkConf``, ``_RuntimeConf``)."""
+
+    def contains(self, key: str) -> bool:
+        """Whether ``key`` is set."""
+        ...
+
+
+def session_defaults(submitted: ConfLookup, spark_version: str) -> dict[str, str]:
     """The settings a job's new session adds to ``submitted`` (spark-submit's ``SparkConf``): those it lacks."""
     defaults: dict[str, str] = {}
     if _major_minor(spark_version) >= PYTHON_WORKER_UNIX_SOCKET_SINCE:
@@ -259,7 +270,7 @@ def _major_minor(version: str) -> tuple[int, int]:
     return (int(match[1]), int(match[2])) if match else (0, 0)
 
 
-def _submitted_conf() -> Any:
+def _submitted_conf() -> SparkConf:
     """The ``SparkConf`` spark-submit (or the environment's ``PYSPARK_SUBMIT_ARGS``) gave this driver's JVM."""
     from pyspark import SparkConf, SparkContext
 
@@ -306,7 +317,7 @@ def checked_bytecode(source: bytes, name: str) -> bytes | None:
     return importlib.util.MAGIC_NUMBER + checked_hash_flags + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
-def engine_on_executors(spark: Any) -> None:
+def engine_on_executors(spark: SparkSession) -> None:
     """Ship the engine to executors unless spark-submit already did (``--py-files`` naming spark_jobs*.zip).
 
     Once per SparkContext: a session that reads many times (``load`` per query) pays for it on its first read only.
@@ -321,7 +332,7 @@ def engine_on_executors(spark: Any) -> None:
     _ENGINE_SHIPPED_TO.add(context_id)
 
 
-def hint_session_defaults(spark: Any) -> None:
+def hint_session_defaults(spark: SparkSession) -> None:
     """Log once per SparkContext which ``session_defaults`` a session the jobs did not start lacks (``load``)."""
     import pyspark
 
@@ -341,7 +352,7 @@ def hint_session_defaults(spark: Any) -> None:
 class _RuntimeConf:
     """A running session's configuration as ``session_defaults`` asks it (``contains``), one lookup per key."""
 
-    def __init__(self, spark: Any) -> None:
+    def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 
     def contains(self, key: str) -> bool:

@@ -24,7 +24,7 @@ import pyarrow as pa
 from pyiceberg.io import load_file_io
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.table import Table
-from pyiceberg.types import StructType
+from pyiceberg.types import IcebergType, StructType
 from pyspark.sql import SparkSession
 
 from spark_jobs.engine.planning.entry_filter import EntryFilter
@@ -111,6 +111,8 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _columns_from_ipc(data: bytes, manifest_path: str, spec_id: int, partition_types: Any) -> ManifestColumns:
+def _columns_from_ipc(
+    data: bytes, manifest_path: str, spec_id: int, partition_types: Sequence[IcebergType]
+) -> ManifestColumns:
     table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
     return ManifestColumns(manifest_path, spec_id, table, tuple(partition_types))

@@ -268,7 +268,7 @@ def _byte_size(text: str) -> int:
     return int(value)
 
 
-def _source_arrow_schema(source: DataFrame | ParquetSource) -> Any:
+def _source_arrow_schema(source: DataFrame | ParquetSource) -> pa.Schema:
     """The source's columns as an Arrow schema."""
     return source.arrow_schema if isinstance(source, ParquetSource) else arrow_schema_of(source.schema)
 

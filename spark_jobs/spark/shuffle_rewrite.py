@@ -115,7 +115,7 @@ def run_shuffle_wave(
     return [(group_index, pickle.loads(item)) for group_index, item in rows]
 
 
-def _pickled(value: Any) -> bytes:
+def _pickled(value: object) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 

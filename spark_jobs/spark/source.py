@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
+from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
@@ -185,6 +186,6 @@ class FilterPushdownReader(MergeOnReadReader):
             )
 
 
-def register(spark: Any) -> None:
+def register(spark: SparkSession) -> None:
     """Register the data source with a SparkSession (idempotent)."""
     spark.dataSource.register(IcebergMergeOnReadSource)

@@ -258,7 +258,9 @@ def key_positions(
                     continue
                 yield from _key_rows(data_file, ordinal, keys, metrics)
 
-    def _key_rows(data_file: DataFileSlice, ordinal: int, keys: Any, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
+    def _key_rows(
+        data_file: DataFileSlice, ordinal: int, keys: pa.Table | None, metrics: ScanMetrics
+    ) -> Iterator[pa.RecordBatch]:
         for rows in read_slice(data_file, context, metrics):
             count = rows.num_rows
             columns = [

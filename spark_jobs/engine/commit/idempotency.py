@@ -21,7 +21,6 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
@@ -121,7 +120,7 @@ def record_key_update(
     return SetPropertiesUpdate(updates={keys_property(branch): value})
 
 
-def _is_entry(value: Any) -> bool:
+def _is_entry(value: object) -> bool:
     return (
         isinstance(value, list)
         and len(value) == 2

@@ -22,8 +22,8 @@ import itertools
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from spark_jobs.engine.compaction.planner import FileGroup
@@ -161,7 +161,7 @@ def _append_keys(rows: pa.Table, key_table: pa.Table) -> pa.Table:
     return combined
 
 
-def _positions_by_range(ids: Any) -> Iterator[tuple[int, Any]]:
+def _positions_by_range(ids: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
     """(range, row positions) for each range present in ``ids``, positions in row order."""
     import numpy as np
 

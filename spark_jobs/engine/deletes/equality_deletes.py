@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 from pyiceberg.types import IcebergType
@@ -553,7 +554,10 @@ def read_equality_delete_keys(
 
 
 def _equality_columns(
-    delete_file: EqualityDeleteFile, equality_ids: tuple[int, ...], schema: pa.Schema, source: Any
+    delete_file: EqualityDeleteFile,
+    equality_ids: tuple[int, ...],
+    schema: pa.Schema,
+    source: pq.ParquetFile | ds.ParquetFileFragment,
 ) -> tuple[pa.Table, list[str], dict[int, tuple[str, ...]]]:
     """The top-level columns holding the equality fields, read from ``source`` (a Parquet file or fragment), their
     names, and each field's path by id."""

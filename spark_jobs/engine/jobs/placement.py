@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from spark_jobs.engine.jobs.executor import RanIn, TaskExecutor
 
 if TYPE_CHECKING:
+    from pyiceberg.table.snapshots import Snapshot
+
     from spark_jobs.engine.planning.file_selection import RemoteManifestReader
     from spark_jobs.engine.planning.scan_tasks import ScanTask
 
@@ -50,7 +52,7 @@ def planned_bytes(tasks: Iterable[ScanTask]) -> int:
     return total + sum(delete_files.values())
 
 
-def spark_needed_before_planning(snapshot: Any, row_filter: str | None, max_bytes: int) -> bool:
+def spark_needed_before_planning(snapshot: Snapshot | None, row_filter: str | None, max_bytes: int) -> bool:
     """Whether Spark will run the read whatever the plan: no filter, and the snapshot's files exceed ``max_bytes``.
 
     A snapshot without ``total-files-size`` in its summary (or a table with no snapshot) is left to the plan.

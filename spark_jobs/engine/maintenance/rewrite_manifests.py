@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyiceberg.manifest import ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile
+from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table import Table, TableProperties
 from pyiceberg.table.snapshots import Operation
 
@@ -197,7 +198,7 @@ def rewrite_manifests(table: Table, plan: ManifestRewritePlan) -> CommitResult |
 
 
 def cluster_entries(
-    entries: list[ManifestEntry], spec: Any, sort_by: tuple[str, ...], runs: int
+    entries: list[ManifestEntry], spec: PartitionSpec, sort_by: tuple[str, ...], runs: int
 ) -> list[list[ManifestEntry]]:
     """Entries ordered by partition and cut into ``runs`` runs of about equal length, partitions kept whole."""
     if not entries:

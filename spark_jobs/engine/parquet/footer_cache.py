@@ -38,6 +38,9 @@ TRAILER_SIZE = 8  # 4-byte footer length + magic
 # Scattered small ranges of one file are read this many at a time: each is a round trip on an object store.
 RANGE_READ_THREADS = 8
 
+# A stream's ranged read: ``read_at(length, offset)`` -> the bytes there (pyarrow's ``NativeFile.read_at``).
+RangeReader = Callable[[int, int], bytes]
+
 
 @dataclass
 class ParquetFooter:
@@ -237,7 +240,7 @@ def _range_read_pool() -> ThreadPoolExecutor:
     return process_thread_pool("parquet-range-read", RANGE_READ_THREADS)
 
 
-def _read_at(read_at: Any, offset: int, length: int, path: str) -> bytes:
+def _read_at(read_at: RangeReader, offset: int, length: int, path: str) -> bytes:
     data = read_at(length, offset)
     if len(data) != length:
         raise CorruptFileError(f"{path}: expected {length} bytes at offset {offset}, got {len(data)}")

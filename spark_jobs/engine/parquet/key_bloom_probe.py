@@ -20,8 +20,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import xxhash
-from pyiceberg.io import FileIO
+from pyiceberg.io import FileIO, InputStream
 
 from spark_jobs.engine.parquet.bloom_filter import (
     NOT_IN_COLUMN,
@@ -70,7 +71,12 @@ class KeyBloomProbe:
             raise file_error("data file", path, error) from error
 
     def _row_group_may_hold(
-        self, stream: Any, row_group: Any, probes: list[tuple[LeafColumn, np.ndarray]], path: str, metrics: ScanMetrics
+        self,
+        stream: InputStream,
+        row_group: pq.RowGroupMetaData,
+        probes: list[tuple[LeafColumn, np.ndarray]],
+        path: str,
+        metrics: ScanMetrics,
     ) -> bool:
         for leaf, hashes in probes:
             bloom_filter, bytes_read = read_bloom_filter(stream, row_group.column(leaf.index), path)

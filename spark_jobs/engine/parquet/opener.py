@@ -51,7 +51,7 @@ from spark_jobs.engine.parquet.access_plan import AccessPlan
 from spark_jobs.engine.parquet.bloom_filter import bloom_bytes, probe_block_ranges, prune_by_bloom_filters
 from spark_jobs.engine.parquet.data_file_input import DataFileInput
 from spark_jobs.engine.parquet.file_columns import LeafColumn, file_leaf_columns
-from spark_jobs.engine.parquet.footer_cache import ParquetFooter, TailedStream, extend_tail
+from spark_jobs.engine.parquet.footer_cache import ParquetFooter, RangeReader, TailedStream, extend_tail
 from spark_jobs.engine.parquet.name_mapping import (
     apply_name_mapping,
     has_field_ids,
@@ -146,7 +146,7 @@ class Decoding:
     rejected_rows: FileRejectedRows
     native_file: bool  # Arrow-native input: its ReadAt is thread-safe, so units may decode ahead on helper threads
     pre_buffer: bool  # coalesce a call's column chunk reads into few ranged reads (object stores only)
-    read_at: Any  # a filtered read's ranged reader for kept rows' pages (``page_selection``), or None
+    read_at: RangeReader | None  # a filtered read's ranged reader for kept rows' pages (``page_selection``), or None
     row_group_bytes: dict[int, int]  # uncompressed bytes per scanned row group
 
 
@@ -623,7 +623,7 @@ def _read_kept_rows_by_pages(
     columns: RowGroupColumns,
     *,
     output_ids: list[int],
-    read_at: Any,
+    read_at: RangeReader,
     metrics: ScanMetrics,
 ) -> dict[int, Any]:
     """The kept rows of the unit's output columns not decoded yet, projected, for those whose pages can serve them

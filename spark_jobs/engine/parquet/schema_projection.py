@@ -22,7 +22,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 import pyarrow as pa
 from pyiceberg.io.pyarrow import pyarrow_to_schema
@@ -167,7 +167,10 @@ def _project(read_type: IcebergType, file_type: IcebergType, array: pa.Array, so
     return _cast_primitive(array, arrow_type_of(read_type), source)
 
 
-def _expect(file_type: IcebergType, expected: type, source: str) -> Any:
+TypeT = TypeVar("TypeT", bound=IcebergType)
+
+
+def _expect(file_type: IcebergType, expected: type[TypeT], source: str) -> TypeT:
     if not isinstance(file_type, expected):
         raise CorruptFileError(
             f"{source}: file column of type {file_type} where the read schema has a {expected.__name__}"

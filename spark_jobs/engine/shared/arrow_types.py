@@ -19,7 +19,7 @@ to the forms above (``write.column_forms``). A CRS and Spark's SRIDs are matched
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import overload
 
 import pyarrow as pa
 from pyiceberg.io.pyarrow import _ConvertToArrowSchema
@@ -78,9 +78,21 @@ class _ConvertToArrow(_ConvertToArrowSchema):
         return WkbType(geography_type.crs, geography_type.algorithm)
 
 
+@overload
+def schema_to_arrow(
+    schema: Schema, metadata: dict[bytes, bytes] | None = None, include_field_ids: bool = True
+) -> pa.Schema: ...
+
+
+@overload
+def schema_to_arrow(
+    schema: IcebergType, metadata: dict[bytes, bytes] | None = None, include_field_ids: bool = True
+) -> pa.DataType: ...
+
+
 def schema_to_arrow(
     schema: Schema | IcebergType, metadata: dict[bytes, bytes] | None = None, include_field_ids: bool = True
-) -> Any:
+) -> pa.Schema | pa.DataType:
     """The Arrow schema (or type) of an Iceberg schema (or type), as the module doc says."""
     return visit(schema, _ConvertToArrow(metadata or {}, include_field_ids))
 

@@ -29,11 +29,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+
+from pyiceberg.io import FileIO
 
 from spark_jobs.engine.shared.errors import CorruptFileError
 from spark_jobs.engine.shared.storage import StorageAccessError, StorageUnavailableError
+
+if TYPE_CHECKING:  # obstore is optional: an executor without it reads with pyarrow
+    from obstore.store import RetryConfig, S3Store
 
 S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
 # Settings that make pyarrow authenticate or sign in ways obstore does not reproduce here.
@@ -48,12 +53,12 @@ _UNSUPPORTED = (
     "s3.resolve-region",
 )
 # Stores by bucket and settings, least recently used first: few per process, but rotated session tokens make new ones.
-_STORES: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_STORES: OrderedDict[tuple[Any, ...], S3Store] = OrderedDict()
 _STORES_MAX = 32
 _STORES_LOCK = threading.Lock()
 
 
-def _retry_config() -> Any:
+def _retry_config() -> RetryConfig:
     return {
         "max_retries": 6,
         "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=15), "base": 2},
@@ -133,7 +138,7 @@ class _StaticCredentials:
         return "_StaticCredentials(<hidden>)"
 
 
-def object_store_for(io: Any, path: str) -> tuple[Any, str] | None:
+def object_store_for(io: FileIO, path: str) -> tuple[S3Store, str] | None:
     """(obstore store, key) for ``path`` read through this FileIO's settings, or None (see module doc, 1)."""
     from pyiceberg.io.pyarrow import PyArrowFileIO
 
@@ -193,7 +198,7 @@ def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
 
 
-def read_object_range(io: Any, path: str, offset: int, length: int) -> bytes | None:
+def read_object_range(io: FileIO, path: str, offset: int, length: int) -> bytes | None:
     """``length`` bytes of the object at ``offset`` in one GET, or None when this FileIO's S3 settings need pyarrow.
 
     Fails with ``CorruptFileError`` when the object ends before ``offset + length`` (its size asked only then).
@@ -219,7 +224,7 @@ def read_object_range(io: Any, path: str, offset: int, length: int) -> bytes | N
 class SizedObjectFile:
     """A read-only, seekable file over an S3 object of known size; every read is one ranged GET (no HEAD)."""
 
-    def __init__(self, store: Any, key: str, size: int, path: str, endpoint: str | None) -> None:
+    def __init__(self, store: S3Store, key: str, size: int, path: str, endpoint: str | None) -> None:
         self.store = store
         self.key = key
         self._size = size
@@ -229,7 +234,7 @@ class SizedObjectFile:
         self.closed = False
 
     @classmethod
-    def open(cls, io: Any, path: str, size: int) -> SizedObjectFile | None:
+    def open(cls, io: FileIO, path: str, size: int) -> SizedObjectFile | None:
         """The object ``path`` with its recorded ``size``, or None when this FileIO's settings need pyarrow."""
         found = object_store_for(io, path)
         if found is None or size <= 0:

@@ -55,7 +55,7 @@ class BackgroundWrite(Generic[Result]):
             raise self._error
         return self._result
 
-    def _hand_over(self, item: Any) -> None:
+    def _hand_over(self, item: pa.RecordBatch | object) -> None:
         while True:
             if self._error is not None:
                 raise self._error

@@ -19,7 +19,15 @@ from pyiceberg.exceptions import NotInstalledError
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
 from pyiceberg.transforms import IdentityTransform, Transform
-from pyiceberg.types import DateType, TimestampNanoType, TimestampType, TimestamptzNanoType, TimestamptzType, TimeType
+from pyiceberg.types import (
+    DateType,
+    IcebergType,
+    TimestampNanoType,
+    TimestampType,
+    TimestamptzNanoType,
+    TimestamptzType,
+    TimeType,
+)
 
 from spark_jobs.engine.shared.arrow_types import schema_to_arrow
 
@@ -35,7 +43,7 @@ def transformed_column(data: pa.Table, schema: Schema, partition_field: Partitio
     return transform_values(column, source.field_type, partition_field.transform)
 
 
-def transform_values(column: pa.Array, source_type: Any, transform: Transform[Any, Any]) -> pa.Array:
+def transform_values(column: pa.Array, source_type: IcebergType, transform: Transform[Any, Any]) -> pa.Array:
     """``transform`` applied to every value of ``column`` (of Iceberg type ``source_type``), as internal values."""
     internal = _internal_values(column, source_type)
     if isinstance(transform, IdentityTransform):
@@ -73,7 +81,7 @@ def split_by_partition(
         yield tuple(partition[name] for name in names), data.filter(mask)
 
 
-def _internal_values(column: pa.Array, field_type: Any) -> pa.Array:
+def _internal_values(column: pa.Array, field_type: IcebergType) -> pa.Array:
     """Dates as int32 days, times and timestamps as int64 (micro- or nanoseconds), other types unchanged."""
     if isinstance(field_type, DateType):
         return column.cast(pa.int32())
