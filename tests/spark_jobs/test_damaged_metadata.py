@@ -73,6 +73,8 @@ def _argv(job: str, identifier: str, tmp_path: Path) -> list[str]:
     return {
         "read --count": ["--count", *table],
         "read --output": [*table, "--output", str(tmp_path / "out")],
+        "read --aggregate": ["--aggregate", "count(*),max(id)", *table],
+        "compact": table,
         "compact --dry-run": [*table, "--dry-run"],
         "expire-snapshots": ["expire-snapshots", *table, "--older-than", FAR_AHEAD],
         "expire-snapshots --dry-run": ["expire-snapshots", *table, "--older-than", FAR_AHEAD, "--dry-run"],
@@ -93,6 +95,8 @@ DAMAGES = [
 RUNS = [
     "read --count",
     "read --output",
+    "read --aggregate",
+    "compact",
     "compact --dry-run",
     "expire-snapshots",
     "expire-snapshots --dry-run",
@@ -157,6 +161,65 @@ def dv_table(spark, testing_catalog, tmp_path_factory) -> str:
                      "--format-version", "3"])  # fmt: skip
     ingest_job.main([*base, "--source", str(root / "second"), "--mode", "upsert", "--key", "id"])
     return identifier
+
+
+def _v3_table_with_both_kinds_of_deletes(testing_catalog, root: Path) -> tuple[str, Path]:
+    """A format v3 table made by the ingest job: a deletion vector (an upsert) and equality deletes (another)."""
+    import pyarrow.parquet as pq
+
+    testing_catalog.create_namespace_if_not_exists("damaged")
+    identifier = f"damaged.v3_{next(_names)}"
+    base = ["--catalog", "testing", "--table", identifier]
+    steps = [
+        ("first", range(20), ["--mode", "append", "--create-if-missing", "--format-version", "3"]),
+        ("second", [3, 7], ["--mode", "upsert", "--key", "id"]),
+        ("third", [5, 9], ["--mode", "upsert", "--key", "id", "--delete-mode", "equality"]),
+    ]
+    for name, ids, options in steps:
+        (root / name).mkdir()
+        rows = pa.table({"id": pa.array(ids, pa.int64()), "category": [name] * len(ids)}, schema=SCHEMA)
+        pq.write_table(rows, root / name / "part-0.parquet")
+        ingest_job.main([*base, "--source", str(root / name), *options])
+    return identifier, _local(testing_catalog.load_table(identifier).metadata.location)
+
+
+def _forget_what_this_process_read() -> None:
+    """Empty the process caches of manifests and delete files: the job runs as a new spark-submit process would,
+    not trusting what the ingests of this test process read before the damage."""
+    from spark_jobs.engine.deletes.cache import delete_file_cache
+    from spark_jobs.engine.table.manifest_cache import manifest_cache, manifest_columns_cache
+
+    for cache in (manifest_cache(), manifest_columns_cache(), delete_file_cache()):
+        cache.clear()
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("spark")
+@pytest.mark.parametrize("damage", ["metadata-truncated", "manifest-missing", "puffin-truncated"])
+def test_the_deletion_vector_conversions_on_damaged_metadata_exit_2_and_commit_nothing(
+    testing_catalog, tmp_path, capsys, damage
+) -> None:
+    identifier, location = _v3_table_with_both_kinds_of_deletes(testing_catalog, tmp_path)
+    table = testing_catalog.load_table(identifier)
+    if damage == "puffin-truncated":
+        (damaged,) = sorted(location.rglob("*.puffin"))
+        damaged.write_bytes(damaged.read_bytes()[:8])
+    else:
+        damaged = _damage(table, damage)
+    _forget_what_this_process_read()
+    files_before = _files_under(location)
+    # A v3 table's rewrite-position-deletes reads no deletion vector when no position delete file is left to convert.
+    actions = ["convert-equality-deletes"] + (["rewrite-position-deletes"] if damage != "puffin-truncated" else [])
+    for action in actions:
+        argv = [action, "--catalog", "testing", "--table", identifier]
+        if action == "rewrite-position-deletes":
+            argv.append("--rewrite-all")
+        capsys.readouterr()
+        code = run_job("maintain", lambda argv=argv: maintain_job.main(argv))
+        lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+        assert code == EXIT_USAGE, (action, code, lines)
+        assert len(lines) == 1 and damaged.name in lines[0] and identifier in lines[0], (action, lines)
+    assert _files_under(location) == files_before  # nothing committed, nothing deleted
 
 
 def _puffin_files(identifier: str, testing_catalog) -> list[Path]:
