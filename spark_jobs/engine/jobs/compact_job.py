@@ -4,8 +4,9 @@
    and file group (``compaction.explain``: logged, and carried by a dry run's result).
 2. ``--dry-run``: print the plan in words (``describe_plan``) and return it; nothing is committed, no Spark starts.
 3. Otherwise refuse a table the commit machinery cannot write, then (when there is a group) run the rewrite where
-   its tasks run (``RewriteRunner``: Spark's executors, ``spark/compact.py``), and with ``remove-dangling-deletes``
-   commit one more ``replace`` that removes the delete files no data file needs (Java's action).
+   its tasks run (``RewriteRunner``: ``rewrite_run.run_rewrite`` on Spark, ``spark/compact.py``), and with
+   ``remove-dangling-deletes`` commit one more ``replace`` that removes the delete files no data file needs (Java's
+   action).
 Each outcome is a result value whose ``as_json`` is the job's final JSON line.
 """
 
