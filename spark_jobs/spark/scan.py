@@ -32,7 +32,7 @@ from spark_jobs.engine.planning.scan_context import ScanContext
 from spark_jobs.engine.planning.scan_tasks import ScanTask
 from spark_jobs.engine.read.task_scan import read_task
 from spark_jobs.engine.shared.metrics import ScanMetrics
-from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
+from spark_jobs.spark.types import conform_batch, geo_types_enabled, spark_arrow_schema_of, spark_schema_of
 
 if TYPE_CHECKING:  # the driver's session module: executors unpickling a read function need not import it
     from spark_jobs.engine.read.session import ReadSession
@@ -153,7 +153,8 @@ def dataframe_from_source(spark: SparkSession, options: dict[str, Any], schema: 
     reader = spark.read.format(SOURCE_NAME)
     if schema is not None:
         reader = reader.schema(schema)
-    for key, value in {**options, "filter_pushdown": str(pushdown).lower()}.items():
+    decided = {"filter_pushdown": str(pushdown).lower(), "geo_types": str(geo_types_enabled()).lower()}
+    for key, value in {**options, **decided}.items():
         if value is not None:
             reader = reader.option(key, str(value))
     return reader.load()

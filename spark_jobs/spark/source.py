@@ -53,6 +53,7 @@ class ReadOptions:
     split_size: int | None = None
     parallelism: int | None = None
     filter_pushdown: bool = False
+    geo_types: bool | None = None  # Spark's geo types or WKB binary, as the driver's session has them (types.py)
 
     @classmethod
     def from_spark(cls, options: dict[str, str]) -> ReadOptions:
@@ -82,6 +83,7 @@ class ReadOptions:
             split_size=optional_int("split_size"),
             parallelism=optional_int("parallelism"),
             filter_pushdown=str(options.get("filter_pushdown", "false")).lower() == "true",
+            geo_types=str(options["geo_types"]).lower() == "true" if options.get("geo_types") else None,
         )
 
     def open_session(self, extra_filter: BooleanExpression | None = None) -> ReadSession:
@@ -130,8 +132,8 @@ class IcebergMergeOnReadSource(DataSource):
 
     def schema(self) -> StructType:
         """The Spark schema of the projected columns at the chosen snapshot."""
-        session = ReadOptions.from_spark(dict(self.options)).open_session()
-        return spark_schema_of(session.output_schema)
+        options = ReadOptions.from_spark(dict(self.options))
+        return spark_schema_of(options.open_session().output_schema, options.geo_types)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A reader with ``pushFilters`` only when Spark's Python filter pushdown is enabled."""
@@ -158,7 +160,7 @@ class MergeOnReadReader(DataSourceReader):
         if not isinstance(partition, ScanTaskPartition):  # an empty scan: Spark adds InputPartition(None)
             return
         metrics = ScanMetrics()
-        spark_arrow_schema = spark_arrow_schema_of(partition.context.output_schema)
+        spark_arrow_schema = spark_arrow_schema_of(partition.context.output_schema, self.options.geo_types)
         for batch in read_task(partition.task, partition.context, metrics):
             yield conform_batch(batch, spark_arrow_schema)
         log.info("%s task %d: %s", SOURCE_NAME, partition.value, json.dumps(metrics.as_dict()))

@@ -7,9 +7,10 @@ against its own types. Every conversion between the two goes through here:
    Arrow's large types read as their plain ones first (Spark 3.5 knows no ``large_list``). Format v3's types as
    Spark's own where it has them: a variant is Spark 4's ``VariantType`` (a struct of ``metadata`` and ``value`` on
    Spark 3.5); geometry and geography are Spark 4.1+'s ``GeometryType`` / ``GeographyType`` of the column's SRID
-   (OGC:CRS84 is 4326; ``EPSG:n`` and ``srid:n`` are n), else WKB binary (Spark 3.5, or a CRS or edge algorithm
-   Spark has no type for); nanosecond timestamps are Spark's microsecond timestamps (truncated, as Iceberg Java
-   reads them).
+   (OGC:CRS84 is 4326; ``EPSG:n`` and ``srid:n`` are n) when the session has them on (``geo_types_enabled``:
+   ``spark.sql.geospatial.enabled``, off by default on Spark 4.1, on from 4.2), else WKB binary (Spark 3.5, the
+   types off, or a CRS or edge algorithm Spark has no type for); nanosecond timestamps are Spark's microsecond
+   timestamps (truncated, as Iceberg Java reads them).
 2. ``spark_arrow_schema_of``: the exact Arrow schema Spark expects back for that Spark schema.
 3. ``conform_batch``: an engine batch cast to that schema (e.g. large_string -> string).
 4. ``spark_types_of``: column name -> the Spark type the engine reads an Iceberg column as.
@@ -22,6 +23,7 @@ import inspect
 from typing import Any
 
 import pyarrow as pa
+import pyspark
 from pyiceberg.schema import Schema
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import (
@@ -42,6 +44,7 @@ from pyspark.sql.types import (
 
 from spark_jobs.engine.shared.arrow_types import WkbType, is_variant_arrow, schema_to_arrow, srid_of_crs
 
+_SPARK_LINE = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
 # Spark 4 takes the zone of timestamps as an argument; Spark 3.5's takes none and always gives UTC. Both read a
 # zone-less Arrow timestamp as timestamp_ntz only when asked to (Spark 4 by default, Spark 3.5 not).
 _ZONE_ARGUMENT: dict[str, Any] = (
@@ -49,17 +52,41 @@ _ZONE_ARGUMENT: dict[str, Any] = (
 )
 
 
-def spark_schema_of(arrow_schema: pa.Schema) -> StructType:
-    """Spark's schema for the engine's Arrow output (timestamptz -> timestamp, timestamp -> timestamp_ntz)."""
-    plain = pa.schema([pa.field(f.name, _as_spark_reads(f.type), f.nullable) for f in arrow_schema])
+GEOSPATIAL_CONF = "spark.sql.geospatial.enabled"  # Spark 4.1+: whether DataFrames may hold its geo types
+
+
+def geo_types_enabled() -> bool:
+    """Whether this Spark's DataFrames may hold its geo types: ``spark.sql.geospatial.enabled`` of the active session
+    (the driver), else of the running task (Spark hands a query's explicitly set SQL settings to its tasks as local
+    properties), else the running Spark's default (off on 4.1, on from 4.2; no geo types before 4.1)."""
+    from pyspark import TaskContext
+    from pyspark.sql import SparkSession
+
+    if _SPARK_LINE < (4, 1):
+        return False
+    session = SparkSession.getActiveSession()
+    value = session.conf.get(GEOSPATIAL_CONF, None) if session is not None else None
+    if value is None and (task := TaskContext.get()) is not None:
+        value = task.getLocalProperty(GEOSPATIAL_CONF)
+    if value is None:
+        return _SPARK_LINE >= (4, 2)
+    return str(value).strip().lower() == "true"
+
+
+def spark_schema_of(arrow_schema: pa.Schema, geo_types: bool | None = None) -> StructType:
+    """Spark's schema for the engine's Arrow output (timestamptz -> timestamp, timestamp -> timestamp_ntz); geo
+    columns as Spark's geo types when ``geo_types`` (by default ``geo_types_enabled()``), else WKB binary."""
+    geo = geo_types_enabled() if geo_types is None else geo_types
+    plain = pa.schema([pa.field(f.name, _as_spark_reads(f.type, geo), f.nullable) for f in arrow_schema])
     return from_arrow_schema(plain, prefer_timestamp_ntz=True)
 
 
-def _as_spark_reads(arrow_type: pa.DataType) -> pa.DataType:
+def _as_spark_reads(arrow_type: pa.DataType, geo: bool) -> pa.DataType:
     """``arrow_type`` as Spark's Arrow conversion knows it, at any depth: large strings, binaries and lists as their
-    plain kinds, WKB as Spark's geo struct or binary, nanosecond timestamps as microseconds (module doc, step 1)."""
+    plain kinds, WKB as Spark's geo struct (``geo``) or binary, nanosecond timestamps as microseconds (module doc,
+    step 1)."""
     if isinstance(arrow_type, WkbType):
-        return _spark_geo_struct(arrow_type) or pa.binary()
+        return (_spark_geo_struct(arrow_type) if geo else None) or pa.binary()
     if pa.types.is_large_string(arrow_type):
         return pa.string()
     if pa.types.is_large_binary(arrow_type):
@@ -68,14 +95,14 @@ def _as_spark_reads(arrow_type: pa.DataType) -> pa.DataType:
         return pa.timestamp("us", arrow_type.tz)
     if pa.types.is_large_list(arrow_type) or pa.types.is_list(arrow_type):
         element = arrow_type.value_field
-        return pa.list_(element.with_type(_as_spark_reads(element.type)))
+        return pa.list_(element.with_type(_as_spark_reads(element.type, geo)))
     if pa.types.is_map(arrow_type):
         key, item = arrow_type.key_field, arrow_type.item_field
-        return pa.map_(key.with_type(_as_spark_reads(key.type)), item.with_type(_as_spark_reads(item.type)))
+        return pa.map_(key.with_type(_as_spark_reads(key.type, geo)), item.with_type(_as_spark_reads(item.type, geo)))
     if is_variant_arrow(arrow_type):
         return arrow_type
     if pa.types.is_struct(arrow_type):
-        return pa.struct([field.with_type(_as_spark_reads(field.type)) for field in arrow_type])
+        return pa.struct([field.with_type(_as_spark_reads(field.type, geo)) for field in arrow_type])
     return arrow_type
 
 
@@ -105,9 +132,9 @@ def spark_geo_type(crs: str, edges: str | None) -> DataType | None:
         return None
 
 
-def spark_arrow_schema_of(arrow_schema: pa.Schema) -> pa.Schema:
+def spark_arrow_schema_of(arrow_schema: pa.Schema, geo_types: bool | None = None) -> pa.Schema:
     """The exact Arrow schema Spark expects for the engine's output (Spark's own types, no field metadata)."""
-    return to_arrow_schema(spark_schema_of(arrow_schema), **_ZONE_ARGUMENT)
+    return to_arrow_schema(spark_schema_of(arrow_schema, geo_types), **_ZONE_ARGUMENT)
 
 
 def conform_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -1,5 +1,6 @@
-"""The Spark side's tests run on two Spark lines: the project's Spark 4 (every test) and Spark 3.5 (the tests marked
-``spark35``, run by ``scripts/test.sh`` in the Java environment's virtualenv; docs/development.md "Tests").
+"""The Spark side's tests run on four Spark lines: the project's Spark 4.2 (every test), Spark 3.5 (the tests marked
+``spark35``) and Spark 4.1 and 4.3 (``SPARK_LINE_TESTS``, marked ``spark_lines`` here), the others run by
+``scripts/test.sh`` in the Java environments' virtualenvs (docs/development.md "Tests").
 
 On Spark 3.5:
 1. Modules of the Python data source import ``pyspark.sql.datasource``, which Spark 4 introduced: they are not
@@ -7,9 +8,15 @@ On Spark 3.5:
 2. ``SPARK35_LEFT_OUT``: tests of modules marked ``spark35`` that the Spark 3.5 pass leaves out to keep CI short,
    each because a cheaper test of the same pass runs the same Spark code; they are deselected, and pytest's summary
    counts them.
+
+On Spark 4.1 and 4.3, ``-m spark_lines`` runs ``SPARK_LINE_TESTS``: one test per job and per Spark-facing piece
+whose code differs between Spark versions (their DataFrame reads, Arrow hand-over and types, spark-submit). A name
+in it that no longer matches a collected test fails that run, so the set cannot shrink unnoticed.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pyspark
 import pytest
@@ -44,11 +51,41 @@ SPARK35_LEFT_OUT = {
     ),
 }
 
+# node id (or module) under tests/spark_jobs/ -> what it shows on Spark 4.1 and 4.3
+SPARK_LINE_TESTS = {
+    "test_read.py::test_spark_submit_read_prints_counters_as_its_last_line": "the read job through spark-submit",
+    "test_read.py::test_load_reads_the_snapshot_current_when_it_was_called": "load's DataFrame (the data source)",
+    "test_read_count.py::test_load_count_is_answered_from_metadata_and_with_deletes_by_a_scan": "count() of load",
+    "spark/test_ingest_v3.py::test_a_v3_upsert_keeps_the_row_ids_of_the_rows_it_replaces[by-day]": (
+        "upsert on format v3: deletion vectors and row lineage"
+    ),
+    "spark/test_ingest_v3.py::test_rows_lacking_a_column_get_its_write_default_and_the_defaults_stay_as_written": (
+        "write defaults"
+    ),
+    "spark/test_ingest_v3.py::test_variant_geometry_and_nanosecond_columns_round_trip_as_the_running_sparks_types": (
+        "format v3's types in and out as the Spark line's own types"
+    ),
+    "spark/test_types.py": "the Spark and Arrow type conversions",
+    "test_compact.py::test_rewrite_of_the_small_files_table_keeps_every_row": "compaction on Spark",
+    "test_maintain.py::test_spark_submit_expire_and_orphans": "the maintenance job through spark-submit",
+}
+
 collect_ignore = SPARK4_ONLY_MODULES if ON_SPARK_35 else []
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On Spark 3.5, deselect ``SPARK35_LEFT_OUT`` (module doc)."""
+    """Mark ``SPARK_LINE_TESTS`` ``spark_lines``; on Spark 3.5, deselect ``SPARK35_LEFT_OUT`` (module doc)."""
+    matched = set()
+    for item in items:
+        node_id = item.nodeid.removeprefix("tests/spark_jobs/")
+        names = {node_id, node_id.split("::")[0]} & SPARK_LINE_TESTS.keys()
+        if names:
+            item.add_marker(pytest.mark.spark_lines)
+            matched |= names
+    whole_folder = any(Path(arg).resolve() == Path(__file__).parent for arg in config.args)
+    if config.getoption("markexpr") == "spark_lines" and whole_folder and matched != SPARK_LINE_TESTS.keys():
+        missing = sorted(SPARK_LINE_TESTS.keys() - matched)
+        raise pytest.UsageError(f"SPARK_LINE_TESTS names tests that were not collected: {missing}")
     if not ON_SPARK_35:
         return
     left_out = [item for item in items if item.nodeid.removeprefix("tests/spark_jobs/") in SPARK35_LEFT_OUT]

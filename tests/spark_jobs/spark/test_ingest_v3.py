@@ -251,6 +251,61 @@ def test_rows_lacking_a_column_get_its_write_default_and_the_defaults_stay_as_wr
     assert '"initial-default":"x"' in text.replace(" ", "") and '"write-default":"w"' in text.replace(" ", "")
 
 
+def test_variant_geometry_and_nanosecond_columns_round_trip_as_the_running_sparks_types(spark, testing_catalog) -> None:
+    """Spark's own forms in and out on every Spark line: a variant from ``parse_json`` (Spark 4; a Spark 3.5 source
+    lacks it), a geometry from WKB (Spark 4.1+'s ``GeometryType`` too), nanoseconds from ``timestamp_ntz``."""
+    import pyspark
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import GeometryType, LongType, NestedField, TimestampNanoType
+
+    from spark_jobs import read as read_job
+    from spark_jobs.engine.commit.format_v3 import allow_v3_metadata_writes
+    from spark_jobs.engine.shared.iceberg_model import VariantType
+
+    spark_line = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
+    # Spark 4.1 has its geo types off unless spark.sql.geospatial.enabled is set (4.2 on): WKB binary then
+    geo_types = spark_line >= (4, 1) and spark.conf.get("spark.sql.geospatial.enabled") == "true"
+    allow_v3_metadata_writes()
+    table = _table_name("types")
+    testing_catalog.create_namespace_if_not_exists("ingest_v3_tests")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "v", VariantType()),
+        NestedField(3, "g", GeometryType()),
+        NestedField(4, "tn", TimestampNanoType()),
+    )
+    testing_catalog.create_table(table, schema, properties={"format-version": "3"})
+    points = {i: _wkb_point(i, -i) for i in range(3)}
+    rows = [(i, f'{{"n": {i}, "s": "x{i}"}}', points[i], datetime.datetime(2024, 5, 1, 8, i, 1, 250)) for i in range(3)]
+    source = spark.createDataFrame(rows, "id long, js string, wkb binary, tn timestamp_ntz").coalesce(1)
+    geometry = "st_setsrid(st_geomfromwkb(wkb), 4326)" if geo_types else "wkb"
+    variant = ["parse_json(js) AS v"] if spark_line >= (4, 0) else []
+    source = source.selectExpr("id", *variant, f"{geometry} AS g", "tn")
+    ingest(spark, CATALOG, table, source, IngestOptions(mode="append"))
+
+    frame = read_job.load(spark, CATALOG, table)
+    types = {field.name: field.dataType.typeName() for field in frame.schema.fields}
+    assert types["id"] == "long" and types["tn"] == "timestamp_ntz"
+    assert types["v"] == ("variant" if spark_line >= (4, 0) else "struct")
+    assert types["g"] == ("geometry" if geo_types else "binary")
+    variant_json = "to_json(v)" if spark_line >= (4, 0) else "cast(null AS string)"
+    geometry_wkb = "st_asbinary(g)" if geo_types else "g"
+    read_back = frame.selectExpr("id", f"{variant_json} AS js", f"{geometry_wkb} AS wkb", "tn").collect()
+    assert sorted((r.id, r.js, bytes(r.wkb), r.tn) for r in read_back) == [
+        (i, f'{{"n":{i},"s":"x{i}"}}' if spark_line >= (4, 0) else None, points[i], rows[i][3]) for i in range(3)
+    ]
+    written = open_read_session(CATALOG, table).to_arrow()
+    assert written.schema.field("tn").type == pa.timestamp("ns")  # the table's nanoseconds, Spark's microseconds in
+    assert sorted(written.column("tn").to_pylist()) == [rows[i][3] for i in range(3)]
+
+
+def _wkb_point(x: float, y: float) -> bytes:
+    """A WKB point, little-endian."""
+    import struct
+
+    return struct.pack("<BIdd", 1, 1, x, y)
+
+
 def test_puffin_file_with_two_vectors_reads_back_with_pyiceberg(tmp_path) -> None:
     from pyiceberg.io.pyarrow import PyArrowFileIO
     from pyiceberg.table.puffin import PuffinFile

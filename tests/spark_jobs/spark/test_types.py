@@ -98,3 +98,29 @@ def test_a_dataframes_schema_as_arrow_keeps_utc_timestamps() -> None:
     spark = StructType([StructField("id", SparkLong(), False), StructField("at", SparkTimestamp(), True)])
     arrow = arrow_schema_of(spark)
     assert arrow.field("at").type == pa.timestamp("us", tz="UTC") and not arrow.field("id").nullable
+
+
+def test_geo_columns_are_sparks_geo_types_only_where_the_session_allows_them(spark) -> None:
+    """Spark 4.1 has its geo types off by default (a DataFrame holding one fails), 4.2 on; 3.5 has none."""
+    import pyspark
+
+    from spark_jobs.engine.shared.arrow_types import WkbType
+    from spark_jobs.spark.types import GEOSPATIAL_CONF, geo_types_enabled
+
+    line = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
+    geo = pa.schema([pa.field("g", WkbType("OGC:CRS84", None)), pa.field("gs", pa.list_(WkbType("OGC:CRS84", None)))])
+    as_wkb = spark_schema_of(geo, geo_types=False)
+    assert [field.dataType.simpleString() for field in as_wkb.fields] == ["binary", "array<binary>"]
+    assert spark_arrow_schema_of(geo, geo_types=False).field("g").type == pa.binary()
+    if line < (4, 1):
+        assert not geo_types_enabled() and spark_schema_of(geo, geo_types=True) == as_wkb
+        return
+    assert spark_schema_of(geo, geo_types=True).fields[0].dataType.typeName() == "geometry"
+    session_value = spark.conf.get(GEOSPATIAL_CONF)
+    assert geo_types_enabled() == (session_value == "true")
+    assert session_value == ("false" if line == (4, 1) else "true")  # the Spark line's default, which the tests keep
+    spark.conf.set(GEOSPATIAL_CONF, "false")
+    try:
+        assert not geo_types_enabled() and spark_schema_of(geo) == as_wkb
+    finally:
+        spark.conf.set(GEOSPATIAL_CONF, session_value)
