@@ -5,35 +5,23 @@ rewrite tasks and Spark's shuffle for sort and z-order waves (``spark/shuffle_re
 
 from __future__ import annotations
 
+import functools
+
 from pyiceberg.table import Table
 from pyspark.sql import SparkSession
 
 from spark_jobs.engine.compaction.outcome import RewriteOutcome
-from spark_jobs.engine.compaction.planner import FileGroup, RewritePlan
+from spark_jobs.engine.compaction.planner import RewritePlan
 from spark_jobs.engine.compaction.rewrite_commit import commit_group_rewrites
-from spark_jobs.engine.compaction.rewrite_tasks import RewriteContexts, RewriteTask
-from spark_jobs.engine.compaction.strategy import RewriteStrategy
 from spark_jobs.engine.jobs import rewrite_run
 from spark_jobs.engine.jobs.rewrite_run import RewriteRun
-from spark_jobs.engine.shared.metrics import ScanMetrics
-from spark_jobs.engine.write.file_entries import WrittenFile
 from spark_jobs.spark.executor import SparkExecutor
 from spark_jobs.spark.shuffle_rewrite import run_shuffle_wave
 
 
 def spark_rewrite_run(spark: SparkSession) -> RewriteRun:
     """The rewrite run on ``spark``: its executors, its shuffle, and this module's ``commit_group_rewrites``."""
-
-    def shuffle_wave(
-        strategy: RewriteStrategy,
-        groups: list[FileGroup],
-        tasks: list[RewriteTask],
-        contexts: RewriteContexts,
-        counters: ScanMetrics | None,
-    ) -> list[tuple[int, WrittenFile]]:
-        return run_shuffle_wave(spark, strategy, groups, tasks, contexts, counters=counters)
-
-    return RewriteRun(SparkExecutor(spark), shuffle_wave, commit_group_rewrites)
+    return RewriteRun(SparkExecutor(spark), functools.partial(run_shuffle_wave, spark), commit_group_rewrites)
 
 
 def run_rewrite(spark: SparkSession, table: Table, plan: RewritePlan) -> RewriteOutcome:

@@ -96,16 +96,3 @@ class IngestResult:
             "malformed_rows": self.malformed_rows,
             "seconds": dict(self.seconds),
         }
-
-
-def ingest_result(
-    table_name: str,
-    options: IngestOptions,
-    result: CommitResult | None,
-    outcome: IngestOutcome,
-    *,
-    start_id: int | None = None,
-    partitions: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """The job's final JSON line (``IngestResult.as_json``) of an ingest ending with ``result``."""
-    return IngestResult.of(table_name, options, result, outcome, start_id=start_id, partitions=partitions).as_json()

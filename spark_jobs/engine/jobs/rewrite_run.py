@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,12 +50,21 @@ from spark_jobs.engine.write.job_files import delete_leftovers
 
 log = logging.getLogger(__name__)
 
-# Rewrites one wave of a sort or z-order plan with a shuffle by key range: (strategy, the wave's groups, their
-# tasks, the contexts, the counters to add to) -> (group index, written file) pairs.
-ShuffleWave = Callable[
-    [RewriteStrategy, list[FileGroup], list[RewriteTask], RewriteContexts, ScanMetrics | None],
-    list[tuple[int, WrittenFile]],
-]
+
+class ShuffleWave(Protocol):
+    """Rewrites one wave of a sort or z-order plan with a shuffle by key range (``spark/shuffle_rewrite.py``)."""
+
+    def __call__(
+        self,
+        strategy: RewriteStrategy,
+        groups: list[FileGroup],
+        tasks: list[RewriteTask],
+        contexts: RewriteContexts,
+        *,
+        counters: ScanMetrics | None,
+    ) -> list[tuple[int, WrittenFile]]:
+        """(group index, written file) pairs of the wave's groups, their reads' counters added to ``counters``."""
+        ...
 
 
 class CommitGroups(Protocol):
@@ -77,21 +85,6 @@ class RewriteRun:
     executor: TaskExecutor
     shuffle_wave: ShuffleWave | None = None
     commit: CommitGroups = commit_group_rewrites
-
-    def shuffle(
-        self,
-        strategy: RewriteStrategy,
-        groups: list[FileGroup],
-        tasks: list[RewriteTask],
-        contexts: RewriteContexts,
-        counters: ScanMetrics | None,
-    ) -> list[tuple[int, WrittenFile]]:
-        """One sort or z-order wave through ``shuffle_wave``."""
-        if self.shuffle_wave is None:
-            raise UnsupportedFeatureError(
-                f"a {strategy.java_name} rewrite shuffles its rows by key range: it runs on Spark"
-            )
-        return self.shuffle_wave(strategy, groups, tasks, contexts, counters)
 
 
 def rewrite_waves(groups: list[FileGroup], max_concurrent: int) -> list[list[FileGroup]]:
@@ -120,7 +113,8 @@ def rewrite_groups(
             if not wave_tasks:
                 continue
             if plan.strategy.is_shuffling:  # sort and z-order: a shuffle by key range per wave
-                results = runner.shuffle(plan.strategy, wave, wave_tasks, contexts, counters)
+                assert runner.shuffle_wave is not None  # run_rewrite refused the plan otherwise
+                results = runner.shuffle_wave(plan.strategy, wave, wave_tasks, contexts, counters=counters)
             else:
                 results = _run_wave(runner.executor, wave_tasks, contexts, counters)
             for group_index, written in results:
