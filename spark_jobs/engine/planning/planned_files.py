@@ -214,8 +214,13 @@ def gather(
         chunk_constants = [
             identity_partition_constants(spec, partition) if spec is not None else {} for partition in chunk_partitions
         ]
-        partitions.extend(chunk_partitions[code] for code in codes.tolist())
-        constants.extend(chunk_constants[code] for code in codes.tolist())
+        if len(chunk_partitions) == 1:  # one partition (every file of an unpartitioned table): no lookups
+            partitions.extend(chunk_partitions * chunk.num_rows)
+            constants.extend(chunk_constants * chunk.num_rows)
+        else:
+            code_list = codes.tolist()
+            partitions.extend([chunk_partitions[code] for code in code_list])
+            constants.extend([chunk_constants[code] for code in code_list])
         if delete_index.holds_deletes:
             _attach_deletes(
                 chunk, chunk_paths=chunk_paths, codes=codes, offset=offset, delete_index=delete_index, deletes=deletes

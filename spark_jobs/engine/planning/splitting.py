@@ -158,25 +158,51 @@ def split_ranges(offsets: Sequence[int] | None, file_size: int, split_size: int)
 
 
 def pack_weights(weights: Sequence[int], split_size: int, lookback: int) -> list[list[int]]:
-    """The positions of ``weights`` packed into bins as ``pack_slices`` packs slices (module doc, packing)."""
-    open_weights: list[int] = []
-    open_bins: list[list[int]] = []
+    """The positions of ``weights`` packed into bins as ``pack_slices`` packs slices (module doc, packing).
+
+    A bin with less room left than the lightest weight can take nothing more: it stays open (it still counts
+    against ``lookback`` and may be closed as the heaviest), but the first-fit search skips it, so that a scan of
+    many equal small files costs one comparison per slice, not one per open bin.
+    """
+    if not weights:
+        return []
+    lightest = min(weights)
+    open_bins: list[_WeightBin] = []  # in the order they were opened
+    searched: list[_WeightBin] = []  # the open bins that can still take the lightest weight, in the same order
     packed: list[list[int]] = []
     for position, weight in enumerate(weights):
-        for index, bin_weight in enumerate(open_weights):
-            if bin_weight + weight <= split_size:
-                open_weights[index] = bin_weight + weight
-                open_bins[index].append(position)
+        for candidate in searched:
+            if candidate.weight + weight <= split_size:
+                candidate.weight += weight
+                candidate.positions.append(position)
+                if candidate.weight + lightest > split_size:
+                    searched.remove(candidate)
                 break
         else:
-            open_weights.append(weight)
-            open_bins.append([position])
-            if len(open_weights) > lookback:
-                heaviest = open_weights.index(max(open_weights))  # the first of equals, as max() picks it
-                packed.append(open_bins.pop(heaviest))
-                open_weights.pop(heaviest)
-    packed.extend(open_bins)
+            opened = _WeightBin(weight, [position])
+            open_bins.append(opened)
+            if opened.weight + lightest <= split_size:
+                searched.append(opened)
+            if len(open_bins) > lookback:
+                heaviest = max(open_bins, key=_bin_weight)  # the first of equals, as max() picks it
+                open_bins.remove(heaviest)
+                if heaviest in searched:
+                    searched.remove(heaviest)
+                packed.append(heaviest.positions)
+    packed.extend(b.positions for b in open_bins)
     return packed
+
+
+@dataclass(eq=False)
+class _WeightBin:
+    """An open bin of ``pack_weights``: its weight and the positions in it (compared by identity)."""
+
+    weight: int
+    positions: list[int]
+
+
+def _bin_weight(weight_bin: _WeightBin) -> int:
+    return weight_bin.weight
 
 
 def usable_split_offsets(split_offsets: Sequence[int] | None, file_size: int) -> tuple[int, ...] | None:

@@ -17,6 +17,7 @@ from spark_jobs.engine.planning.splitting import (
     adaptive_split_size,
     adaptive_split_size_enabled,
     pack_slices,
+    pack_weights,
     slice_weight,
     split_data_file,
     usable_split_offsets,
@@ -120,6 +121,20 @@ def test_packing_closes_the_heaviest_bin_when_more_than_lookback_are_open():
 def test_open_file_cost_limits_small_files_per_task():
     tasks = pack_slices(_sized(*([1] * 10)), SplitSettings(split_size=100, open_file_cost=30, lookback=10))
     assert _sizes_per_task(tasks) == [[1, 1, 1]] * 3 + [[1]]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([1, 2, 3, 5, 8, 13, 25, 40, 60, 99, 100, 150]), max_size=80),
+    lookback=st.integers(1, 12),
+)
+def test_packing_weights_gives_the_bins_packing_slices_gives(sizes: list[int], lookback: int) -> None:
+    """The columnar packer skips bins too full for the lightest weight; the bins stay those of the slice packer."""
+    slices = _sized(*sizes)
+    tasks = pack_slices(slices, SplitSettings(split_size=100, open_file_cost=1, lookback=lookback))
+    position_of = {piece.path: index for index, piece in enumerate(slices)}
+    expected = [[position_of[piece.path] for piece in task.slices] for task in tasks]
+    assert pack_weights(sizes, 100, lookback) == expected
 
 
 def test_settings_come_from_table_properties_and_arguments_override_them():
