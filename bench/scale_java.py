@@ -209,7 +209,8 @@ class ScaleJavaRunner:
     def _register_deletes(self, name: str, location: str, shape: st.Shape, seconds: dict[str, float]) -> None:
         """Position delete files for DELETE_PREDICATE's rows of every (copied) data file, registered in one commit."""
         started = time.monotonic()
-        rows = self.sql(f"SELECT file_path, partition FROM {self.fq(name)}.files").collect()
+        columns = "file_path, partition" if shape.partitioned else "file_path"  # no partition column otherwise
+        rows = self.sql(f"SELECT {columns} FROM {self.fq(name)}.files").collect()
         data_paths = []
         for row in rows:
             first_id = _first_id_of_copy(row["file_path"])
