@@ -298,10 +298,17 @@ class ScaleJavaRunner:
     def plan(self, request: dict[str, Any]) -> dict[str, Any]:
         """``TableScan.planTasks`` once, timed in the JVM (default split settings of the table)."""
         table = self.jvm_table(request["table"])
-        nanos, tasks, slices, files, deletes = self.helper.planTasks(
+        nanos, tasks, slices, files, deletes, cpu_nanos = self.helper.planTasks(
             table, int(request.get("snapshot_id") or -1), self.expression(request.get("filter"))
         )
-        return {"seconds": nanos / 1e9, "tasks": tasks, "slices": slices, "data_files": files, "deletes": deletes}
+        return {
+            "seconds": nanos / 1e9,
+            "cpu_seconds": cpu_nanos / 1e9,
+            "tasks": tasks,
+            "slices": slices,
+            "data_files": files,
+            "deletes": deletes,
+        }
 
     def plan_heap(self, request: dict[str, Any]) -> dict[str, Any]:
         """``planTasks`` with the heap measured around it (``ScaleBench.planTasksHeap``)."""

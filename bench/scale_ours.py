@@ -170,12 +170,14 @@ class OurRunner:
 
     def _timed(self, work: str, request: dict[str, Any]) -> dict[str, Any]:
         table = self.table(request["table"])
+        cpu_started = time.process_time()
         started = time.perf_counter()
         result, counts = WORK[work](table, request)
         seconds = time.perf_counter() - started
+        cpu_seconds = time.process_time() - cpu_started  # every thread of this process: comparable under load
         if work == "ours":
             counts = count_ours(result)
-        return {"seconds": seconds, **counts}
+        return {"seconds": seconds, "cpu_seconds": cpu_seconds, **counts}
 
     def plan(self, request: dict[str, Any]) -> dict[str, Any]:
         """Our planning, once (the orchestrator runs rounds)."""

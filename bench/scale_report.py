@@ -79,7 +79,10 @@ def _timing_cell(record: dict[str, Any]) -> str:
     text = f"{_seconds(summary.get('java_s'))} / {_seconds(summary.get('ours_s'))}"
     if "pyiceberg_s" in summary:
         text += f" / {_seconds(summary.get('pyiceberg_s'))}"
-    text += f" ({_ratio(summary.get('ratio'))})"
+    text += f" ({_ratio(summary.get('ratio'))}"
+    if summary.get("cpu_ratio") is not None:
+        text += f"; CPU {summary['cpu_ratio']:.2f}x"
+    text += ")"
     for key, value in summary.items():  # other sides of ours, e.g. a planning mode: "ours_distributed_s"
         if key.startswith("ours_") and key.endswith("_s") and key not in ("ours_s", "ours_once_s"):
             text += f"; {key[5:-2]} {_seconds(value)}"
@@ -171,8 +174,9 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         CASE_KEYS,
         "Warm planning, seconds (median of the rounds)",
         "Cell: Java `planTasks` / ours `open_read_session(...).tasks` / pyiceberg `plan_files()` (ours/Java, median "
-        "of per-round ratios); ⚠: the sides planned different files, tasks or deletes (see checks). "
-        f"Load {_load_range(plan)}.",
+        "of per-round ratios; CPU: the same ratio of the CPU seconds each process spent, all its threads, which "
+        "holds under load where a single-threaded planner's wall time does not); ⚠: the sides planned different "
+        f"files, tasks or deletes (see checks). Load {_load_range(plan)}.",
     )
     memory = by_job.get("memory", [])
     lines += _grid(

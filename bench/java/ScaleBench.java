@@ -52,9 +52,11 @@ public final class ScaleBench {
 
   /**
    * Plans {@code table} at {@code snapshotId} (-1: current) with {@code filter}; returns nanoseconds, tasks, data file
-   * slices, distinct data files and the delete files attached (summed over slices).
+   * slices, distinct data files, the delete files attached (summed over slices) and the CPU nanoseconds the whole JVM
+   * spent meanwhile (its planning threads, and what else ran: GC, JIT), comparable under load where wall time is not.
    */
   public static long[] planTasks(Table table, long snapshotId, Expression filter) throws IOException {
+    long cpuStarted = processCpuNanos();
     long started = System.nanoTime();
     long tasks = 0;
     long slices = 0;
@@ -70,7 +72,14 @@ public final class ScaleBench {
         }
       }
     }
-    return new long[] {System.nanoTime() - started, tasks, slices, files.size(), deletes};
+    long nanos = System.nanoTime() - started;
+    return new long[] {nanos, tasks, slices, files.size(), deletes, processCpuNanos() - cpuStarted};
+  }
+
+  /** CPU nanoseconds this JVM process has used (all threads). */
+  private static long processCpuNanos() {
+    return ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+        .getProcessCpuTime();
   }
 
   /**
