@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -92,26 +93,31 @@ def _set_nanosecond_bounds(
     lowest: dict[int, int] = {}
     highest: dict[int, int] = {}
     unknown: set[int] = set()
-    for index in range(metadata.num_row_groups):
-        row_group = metadata.row_group(index)
-        for position in range(row_group.num_columns):
-            column = row_group.column(position)
-            field_id = paths.get(column.path_in_schema)
-            if field_id not in field_ids:
-                continue
-            if not column.is_stats_set or not column.statistics.has_min_max:
-                if not (column.is_stats_set and column.statistics.null_count == column.num_values):
-                    unknown.add(field_id)
-                continue
-            low, high = column.statistics.min_raw, column.statistics.max_raw
-            lowest[field_id] = min(low, lowest.get(field_id, low))
-            highest[field_id] = max(high, highest.get(field_id, high))
+    for field_id, column in _chunks_of(metadata, paths, field_ids):
+        if not column.is_stats_set or not column.statistics.has_min_max:
+            if not (column.is_stats_set and column.statistics.null_count == column.num_values):
+                unknown.add(field_id)
+            continue
+        low, high = column.statistics.min_raw, column.statistics.max_raw
+        lowest[field_id] = min(low, lowest.get(field_id, low))
+        highest[field_id] = max(high, highest.get(field_id, high))
     for field_id in field_ids:
         statistics["lower_bounds"].pop(field_id, None)
         statistics["upper_bounds"].pop(field_id, None)
         if field_id in lowest and field_id not in unknown:
             statistics["lower_bounds"][field_id] = struct.pack("<q", lowest[field_id])
             statistics["upper_bounds"][field_id] = struct.pack("<q", highest[field_id])
+
+
+def _chunks_of(metadata: pq.FileMetaData, paths: dict[str, int], field_ids: set[int]) -> Iterator[tuple[int, Any]]:
+    """(field id, column chunk) of every row group's chunks of the columns of ``field_ids``."""
+    for index in range(metadata.num_row_groups):
+        row_group = metadata.row_group(index)
+        for position in range(row_group.num_columns):
+            column = row_group.column(position)
+            field_id = paths.get(column.path_in_schema)
+            if field_id in field_ids:
+                yield field_id, column
 
 
 def _add_geo_metrics(
@@ -155,25 +161,19 @@ def _geometry_bounds(
         return {}
     boxes: dict[int, list[float]] = {}
     missing: set[int] = set()
-    for index in range(metadata.num_row_groups):
-        row_group = metadata.row_group(index)
-        for position in range(row_group.num_columns):
-            column = row_group.column(position)
-            field_id = paths.get(column.path_in_schema)
-            if field_id not in field_ids:
-                continue
-            box = _box_of(column)
-            if box is _NO_GEOMETRY:
-                continue
-            if box is None:
-                missing.add(field_id)
-            elif field_id in boxes:
-                boxes[field_id] = [
-                    min(a, b) if i % 2 == 0 else max(a, b)
-                    for i, (a, b) in enumerate(zip(boxes[field_id], box, strict=True))
-                ]
-            else:
-                boxes[field_id] = box
+    for field_id, column in _chunks_of(metadata, paths, field_ids):
+        box = _box_of(column)
+        if box is _NO_GEOMETRY:
+            continue
+        if box is None:
+            missing.add(field_id)
+        elif field_id in boxes:
+            boxes[field_id] = [
+                min(a, b) if i % 2 == 0 else max(a, b)
+                for i, (a, b) in enumerate(zip(boxes[field_id], box, strict=True))
+            ]
+        else:
+            boxes[field_id] = box
     return {field_id: _serialized(box) for field_id, box in boxes.items() if field_id not in missing}
 
 
