@@ -1,19 +1,21 @@
 """Side-by-side benchmark: Iceberg Java and our jobs on the same tables, on the same machine, in one run.
 
-1. Start two runners, each a warm Spark ``local[2]`` session with the same settings (``side_by_side_jobs``):
-   ``side_by_side_java.py`` in the Java environment's virtualenv (pyspark 3.5 + Iceberg's runtime jar) and
-   ``side_by_side_ours.py`` in this project's. Both open the same catalog (the Java environment's SQLite catalog).
+1. Start the runners, each a warm Spark ``local[2]`` session with the same settings (``side_by_side_jobs``):
+   ``side_by_side_java.py`` in the Java environment's virtualenv (Iceberg 1.10.2 on pyspark 3.5 and its runtime
+   jar), again in the Iceberg 1.12 environment's (Iceberg 1.12.0 on pyspark 4.1; ``--second-java 1.12``, the
+   default: a second Java column) and ``side_by_side_ours.py`` in this project's. All open the same catalog (the
+   Java environment's SQLite catalog).
 2. Have Java build the tables that are missing (``side_by_side_jobs`` module doc; a few minutes the first time).
-3. Per job: one untimed run per side (warm-up), then ``--rounds`` rounds; each round runs Java and ours once each,
-   Java first in even rounds and ours first in odd ones, so both see the same machine load. Each run's table is
-   prepared before it and restored after it, untimed (fresh ingest targets; commits rolled back). The first
-   round's outcome is checked: the same rows on both sides (Java's reader computes the checksum of both
-   tables), the same count and sum for every query.
+3. Per job: one untimed run per side (warm-up), then ``--rounds`` rounds; each round runs each side once, Java
+   1.10 first in even rounds and ours first in odd ones (Java 1.12 between them), so all see the same machine
+   load. Each run's table is prepared before it and restored after it, untimed (fresh ingest targets; commits
+   rolled back). The first round's outcome is checked: the same rows on every side (Java 1.10's reader computes
+   the checksum of each side's table), the same count and sum for every query.
 4. Cold jobs: one ``spark-submit`` per run, as Airflow runs a task (a new JVM, one query, the job's exit),
    alternating Java and ours the same way; timed from launch to exit by this process.
-5. Per job: the median seconds of each side, the median of the per-round ratios (ours / Java), the CPU seconds
-   of each runner's process tree, and the Spark jobs, stages and tasks each side ran. Results go to
-   ``bench/results/side_by_side_<date>.json`` and a Markdown table beside it.
+5. Per job: the median seconds of each side, the median of the per-round ratios (ours / Java 1.10 and ours /
+   Java 1.12), the CPU seconds of each runner's process tree, and the Spark jobs, stages and tasks each side ran.
+   Results go to ``bench/results/side_by_side_<date>.json`` and a Markdown table beside it.
 
     .venv/bin/python bench/side_by_side.py [--jobs scan,ingest,upsert,compact,rewrite,cold,first_read] [--rounds 3]
 
@@ -129,6 +131,7 @@ class JobResult:
     description: str
     java: list[Run] = field(default_factory=list)
     ours: list[Run] = field(default_factory=list)
+    java112: list[Run] = field(default_factory=list)  # Iceberg 1.12 on Spark 4.1, the second Java column
     loadavg: list[str] = field(default_factory=list)
     checks: list[str] = field(default_factory=list)
     unsupported: str | None = None
@@ -141,6 +144,7 @@ class JobResult:
             return round(statistics.median(values), 3) if values else None
 
         ratios = [o.seconds / j.seconds for j, o in zip(self.java, self.ours, strict=False) if j.seconds > 0]
+        ratios_112 = [o.seconds / j.seconds for j, o in zip(self.java112, self.ours, strict=False) if j.seconds > 0]
         return {
             "job": self.name,
             "java_s": median(self.java, "seconds"),
@@ -151,6 +155,11 @@ class JobResult:
             "ours_cpu_s": median(self.ours, "cpu_seconds"),
             "java_spark": _spark_shape(self.java),
             "ours_spark": _spark_shape(self.ours),
+            "java112_s": median(self.java112, "seconds"),
+            "ratio_112": round(statistics.median(ratios_112), 3) if ratios_112 else None,
+            "ratios_112": [round(ratio, 3) for ratio in ratios_112],
+            "java112_cpu_s": median(self.java112, "cpu_seconds"),
+            "java112_spark": _spark_shape(self.java112),
             "unsupported": self.unsupported,
         }
 
@@ -169,10 +178,12 @@ def as_run(reply: sbs.Reply) -> Run:
 
 
 class SideBySide:
-    """Both runners, the tables' facts, and the jobs."""
+    """The runners, the tables' facts, and the jobs."""
 
-    def __init__(self, args: argparse.Namespace, java: Runner, ours: Runner, built: dict[str, Any]) -> None:
-        self.args, self.java, self.ours, self.built = args, java, ours, built
+    def __init__(
+        self, args: argparse.Namespace, java: Runner, ours: Runner, built: dict[str, Any], java112: Runner | None
+    ) -> None:
+        self.args, self.java, self.ours, self.built, self.java112 = args, java, ours, built, java112
         self.results: list[JobResult] = []
 
     def wait_for_quiet(self) -> str:
@@ -183,25 +194,42 @@ class SideBySide:
         return load_average()
 
     def rounds(
-        self, result: JobResult, run_java: Any, run_ours: Any, check: Any = None, warmup: bool = True
+        self,
+        result: JobResult,
+        run_java: Any,
+        run_ours: Any,
+        check: Any = None,
+        *,
+        warmup: bool = True,
+        run_java112: Any = None,
     ) -> JobResult:
-        """Warm-up, then alternating rounds (module doc, step 3); ``run_*`` return a Run, ``check`` compares."""
+        """Warm-up, then alternating rounds (module doc, step 3); ``run_*`` return a Run, ``check`` compares two
+        sides' runs (Java 1.10's with ours, and with Java 1.12's when that side runs)."""
         result.loadavg.append(self.wait_for_quiet())
+        second = run_java112 if self.java112 is not None else None
         if warmup:
             run_java()
+            if second is not None:
+                second()
             run_ours()
         for index in range(self.args.rounds):
-            sides = [("java", run_java), ("ours", run_ours)]
+            sides = [("java", run_java), *([("java112", second)] if second is not None else []), ("ours", run_ours)]
             if index % 2:
                 sides.reverse()
             runs = {name: runner() for name, runner in sides}
             result.java.append(runs["java"])
             result.ours.append(runs["ours"])
+            if "java112" in runs:
+                result.java112.append(runs["java112"])
             if check is not None and index == 0:
                 result.checks.append(check(runs["java"], runs["ours"]))
+                if "java112" in runs:
+                    result.checks.append("Java 1.12: " + check(runs["java"], runs["java112"]))
+            second_text = f" java112 {runs['java112'].seconds:.3f}s" if "java112" in runs else ""
             print(
-                f"  {result.name} round {index}: java {runs['java'].seconds:.3f}s ours {runs['ours'].seconds:.3f}s "
-                f"ratio {runs['ours'].seconds / runs['java'].seconds:.2f}  load {load_average()}",
+                f"  {result.name} round {index}: java {runs['java'].seconds:.3f}s{second_text} ours "
+                f"{runs['ours'].seconds:.3f}s ratio {runs['ours'].seconds / runs['java'].seconds:.2f}  "
+                f"load {load_average()}",
                 flush=True,
             )
         result.loadavg.append(load_average())
@@ -230,10 +258,15 @@ class SideBySide:
                     self.ours.must(our_op, table=query.table, row_filter=query.row_filter(), snapshot_id=snapshot)
                 )
 
+            def run_java112(query: sbs.Query = query, snapshot: int | None = snapshot) -> Run:
+                assert self.java112 is not None
+                where = query.where_sql()
+                return as_run(self.java112.must("query", table=query.table, where=where, snapshot_id=snapshot))
+
             description = f"count(*), sum(price) of {query.table}" + (" at its first snapshot" if snapshot else "")
             description += (f" where {query.where_sql()}" if query.k_range else "") + how
             name = query.name if our_op == "query" else query.name.replace("scan_", "aggregate_", 1)
-            self.rounds(JobResult(name, description), run_java, run_ours, check=same_answer)
+            self.rounds(JobResult(name, description), run_java, run_ours, check=same_answer, run_java112=run_java112)
 
     # ---------------------------------------------------------------- ingest
     def ingest_jobs(self) -> None:
@@ -248,14 +281,18 @@ class SideBySide:
                 JobResult(name, description + " into a new, empty v2 table"),
                 lambda op=op, fields=fields: self._ingest(self.java, "ingest_java", op, fields),
                 lambda op=op, fields=fields: self._ingest(self.ours, "ingest_ours", op, fields),
-                check=lambda _j, _o: self.same_rows("ingest_java", "ingest_ours"),
+                check=lambda _j, other: self.same_rows("ingest_java", other.result["table"]),
+                run_java112=lambda op=op, fields=fields: self._ingest(self.java112, "ingest_java112", op, fields),
             )
-        self.java.must("drop", table="ingest_java")
-        self.java.must("drop", table="ingest_ours")
+        for table in ("ingest_java", "ingest_ours", "ingest_java112"):
+            self.java.must("drop", table=table)
 
-    def _ingest(self, runner: Runner, table: str, op: str, fields: dict[str, Any]) -> Run:
-        self.java.must("create_table", table=table)  # the same DDL for both sides' targets
-        return as_run(runner.must(op, table=table, **fields))
+    def _ingest(self, runner: Runner | None, table: str, op: str, fields: dict[str, Any]) -> Run:
+        assert runner is not None
+        self.java.must("create_table", table=table)  # the same DDL for every side's target
+        run = as_run(runner.must(op, table=table, **fields))
+        run.result = {**run.result, "table": table}  # which target the check compares with Java 1.10's
+        return run
 
     def same_rows(self, java_table: str, our_table: str) -> str:
         """Java's checksum of both tables; fails the run when they differ."""
@@ -266,8 +303,11 @@ class SideBySide:
         return f"same rows: {expected['count']} rows, checksum {expected['checksum']}"
 
     # ---------------------------------------------------------------- commits on shared tables
-    def _on_shared_table(self, runner: Runner, table: str, op: str, fields: dict[str, Any], after: dict) -> Run:
+    def _on_shared_table(
+        self, runner: Runner | None, table: str, op: str, fields: dict[str, Any], after: dict[str, Any]
+    ) -> Run:
         """Run ``op`` on ``table``, remember its outcome's checksum, then roll the table back (untimed)."""
+        assert runner is not None
         base = self.java.must("snapshot", table=table).result["snapshot_id"]
         run = as_run(runner.must(op, table=table, **fields))
         if runner.name not in after:
@@ -275,9 +315,11 @@ class SideBySide:
         runner.must("rollback", table=table, snapshot_id=base)
         return run
 
-    def _compare_outcomes(self, after: dict, what: str) -> str:
-        if after.get("java") != after.get("ours"):
-            raise AssertionError(f"{what}: ours left {after.get('ours')}, Java left {after.get('java')}")
+    def _compare_outcomes(self, after: dict[str, Any], what: str) -> str:
+        """Every side's table after ``what`` holds what Java 1.10's did (called once per compared pair)."""
+        for side in ("ours", "java112"):
+            if side in after and after[side] != after.get("java"):
+                raise AssertionError(f"{what}: {side} left {after[side]}, Java 1.10 left {after.get('java')}")
         return f"same rows after {what}: {after['java']}"
 
     def upsert_jobs(self) -> None:
@@ -292,6 +334,7 @@ class SideBySide:
             lambda: self._on_shared_table(self.java, "upsert", "upsert", {}, after),
             lambda: self._on_shared_table(self.ours, "upsert", "upsert", {}, after),
             check=lambda _j, _o: self._compare_outcomes(after, "the upsert"),
+            run_java112=lambda: self._on_shared_table(self.java112, "upsert", "upsert", {}, after),
         )
 
     def compact_jobs(self) -> None:
@@ -305,6 +348,7 @@ class SideBySide:
             lambda: self._on_shared_table(self.java, "small", "rewrite", {"options": options}, after),
             lambda: self._on_shared_table(self.ours, "small", "rewrite", {"options": options}, after),
             check=lambda _j, _o: self._compare_outcomes(after, "the rewrite"),
+            run_java112=lambda: self._on_shared_table(self.java112, "small", "rewrite", {"options": options}, after),
         )
 
     def rewrite_jobs(self) -> None:
@@ -325,6 +369,9 @@ class SideBySide:
                     self.ours, table, "rewrite", {"options": {"rewrite-all": "true"}}, after
                 ),
                 check=lambda _j, _o, after=after: self._compare_outcomes(after, "the rewrite"),
+                run_java112=lambda table=table, after=after: self._on_shared_table(
+                    self.java112, table, "rewrite", {"options": {"rewrite-all": "true"}}, after
+                ),
             )
 
     # ---------------------------------------------------------------- cold runs
@@ -335,6 +382,7 @@ class SideBySide:
         one untimed run of the same job first (``-XX:ArchiveClassesAtExit``), as a deployment would make it once.
         """
         submit = self.java.must("spark_submit_args").result
+        submit112 = self.java112.must("spark_submit_args").result if self.java112 is not None else {}
         by_name = {query.name: query for query in sbs.queries(self.args.rows)}
         for name in self.args.cold_queries.split(","):
             query = by_name[name]
@@ -361,8 +409,11 @@ class SideBySide:
                     ),
                     lambda query=query, outputs=outputs: self._cold_java(query, submit, outputs / "java"),
                     lambda query=query, outputs=outputs: self._cold_ours(query, submit, outputs / "ours"),
-                    check=lambda _j, _o, outputs=outputs: same_output_rows(outputs / "java", outputs / "ours"),
+                    check=lambda j, o: same_output_rows(Path(j.result["output"]), Path(o.result["output"])),
                     warmup=False,
+                    run_java112=lambda query=query, outputs=outputs: self._cold_java(
+                        query, submit112, outputs / "java112", side="java112"
+                    ),
                 )
             finally:
                 shutil.rmtree(outputs, ignore_errors=True)
@@ -370,6 +421,7 @@ class SideBySide:
     def cold_aggregate_jobs(self) -> None:
         """One spark-submit per run of count(*) and sum(price): Java's job, and our read job with ``--aggregate``."""
         submit = self.java.must("spark_submit_args").result
+        submit112 = self.java112.must("spark_submit_args").result if self.java112 is not None else {}
         by_name = {query.name: query for query in sbs.queries(self.args.rows)}
         for name in self.args.cold_queries.split(","):
             query = by_name[name]
@@ -383,6 +435,7 @@ class SideBySide:
                 lambda query=query: self._cold_ours(query, submit, None),
                 check=same_answer,
                 warmup=False,
+                run_java112=lambda query=query: self._cold_java(query, submit112, None, side="java112"),
             )
 
     def _class_archive(self, side: str) -> Path | None:
@@ -428,9 +481,11 @@ class SideBySide:
             publish_class_archive(partial, str(self._class_archive(side)), succeeded=True)
         return run
 
-    def _cold_java(self, query: sbs.Query, submit: dict[str, Any], output: Path | None) -> Run:
-        """Java's one-shot job: the query's rows written to ``output``, or (None) its count and sum printed."""
-        java_bin = Path(self.args.java_python).parent
+    def _cold_java(self, query: sbs.Query, submit: dict[str, Any], output: Path | None, side: str = "java") -> Run:
+        """Java's one-shot job: the query's rows written to ``output``, or (None) its count and sum printed;
+        ``side`` ``java112`` for Iceberg 1.12 on Spark 4.1."""
+        python = self.args.java112_python if side == "java112" else self.args.java_python
+        java_bin = Path(python).parent
         command = [str(java_bin / "spark-submit"), *common_submit_args()]
         command += ["--jars", submit["jars"]]
         java_options = ""
@@ -439,7 +494,7 @@ class SideBySide:
                 java_options = value
                 continue
             command += ["--conf", f"{key}={value}"]
-        java_options_args, partial = self._driver_java_options("java", java_options)
+        java_options_args, partial = self._driver_java_options(side, java_options)
         command += java_options_args
         command += [
             str(BENCH_DIR / "side_by_side_java_job.py"),
@@ -451,8 +506,8 @@ class SideBySide:
             command += ["--columns", "price", "--output", str(output)]
         if query.where_sql():
             command += ["--where", query.where_sql()]
-        env = {**os.environ, "PYSPARK_PYTHON": self.args.java_python, "PYSPARK_DRIVER_PYTHON": self.args.java_python}
-        return self._timed_with_archive("java", command, env, partial)
+        env = {**os.environ, "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
+        return _with_output(self._timed_with_archive(side, command, env, partial), output)
 
     def _cold_ours(self, query: sbs.Query, submit: dict[str, Any], output: Path | None) -> Run:
         """Our read job: the query's rows written to ``output``, or (None) ``--aggregate "count(*),sum(price)"``."""
@@ -477,7 +532,8 @@ class SideBySide:
             command += ["--driver-max-bytes", str(self.args.cold_driver_max_bytes)]
         if query.row_filter():
             command += ["--filter", query.row_filter()]
-        return self._timed_with_archive("ours", command, {**os.environ, **our_catalog_env(self.args.data_dir)}, partial)
+        run = self._timed_with_archive("ours", command, {**os.environ, **our_catalog_env(self.args.data_dir)}, partial)
+        return _with_output(run, output)
 
     # ---------------------------------------------------------------- in-process first read
     def first_read_jobs(self) -> None:
@@ -486,6 +542,13 @@ class SideBySide:
         result = JobResult("first_read_inprocess_mor_eq", "in-process read of price, caches emptied, vs pyarrow")
         result.checks.append(json.dumps(reply.result))
         self.results.append(result)
+
+
+def _with_output(run: Run, output: Path | None) -> Run:
+    """``run`` naming the folder its job wrote (the cold checks compare two sides' folders)."""
+    if output is not None:
+        run.result = {**run.result, "output": str(output)}
+    return run
 
 
 def same_answer(java: Run, ours: Run) -> str:
@@ -561,21 +624,25 @@ def markdown(header: dict[str, Any], results: list[JobResult]) -> str:
         f"Machine: nproc {header['machine']['nproc']}, load {header['machine']['loadavg_start']} at the start, "
         f"{header['machine']['loadavg_end']} at the end; engine {header['engine_commit']}.",
         "",
-        "| job | Java s | ours s | ours/Java | per-round ratios | Java CPU s | ours CPU s | Spark jobs/stages/tasks "
-        "Java | ours |",
-        "|---|---:|---:|---:|---|---:|---:|---|---|",
+        "Java is Iceberg 1.10.2 on Spark 3.5; Java 1.12 is Iceberg 1.12.0 on Spark 4.1 (`-` where it did not run).",
+        "",
+        "| job | Java s | Java 1.12 s | ours s | ours/Java | ours/Java 1.12 | per-round ratios (Java, Java 1.12) | "
+        "Java CPU s | Java 1.12 CPU s | ours CPU s | Spark jobs/stages/tasks Java | Java 1.12 | ours |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---|---|---|",
     ]
     for result in results:
         s = result.summary()
         if result.unsupported:
-            lines.append(f"| {result.name} | - | - | {result.unsupported} | | | | | |")
+            lines.append(f"| {result.name} | - | - | - | {result.unsupported} | | | | | | | | |")
             continue
         if not result.java and not result.ours:
-            lines.append(f"| {result.name} | - | - | see checks | | | | | |")
+            lines.append(f"| {result.name} | - | - | - | see checks | | | | | | | | |")
             continue
+        ratio_112 = f"**{s['ratio_112']}x**" if s["ratio_112"] is not None else "-"
         lines.append(
-            f"| {s['job']} | {s['java_s']} | {s['ours_s']} | **{s['ratio']}x** | {s['ratios']} | {s['java_cpu_s']} | "
-            f"{s['ours_cpu_s']} | {s['java_spark']} | {s['ours_spark']} |"
+            f"| {s['job']} | {s['java_s']} | {s['java112_s'] or '-'} | {s['ours_s']} | **{s['ratio']}x** | "
+            f"{ratio_112} | {s['ratios']}, {s['ratios_112']} | {s['java_cpu_s']} | {s['java112_cpu_s'] or '-'} | "
+            f"{s['ours_cpu_s']} | {s['java_spark']} | {s['java112_spark']} | {s['ours_spark']} |"
         )
     lines += ["", "Checks:", ""]
     lines += [f"- {result.name}: {check}" for result in results for check in result.checks]
@@ -590,6 +657,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rows", type=int, default=sbs.ROWS)
     parser.add_argument("--data-dir", type=Path, default=BENCH_DIR / "data" / "side_by_side")
     parser.add_argument("--java-env", choices=("project", "recipe"), default="project")
+    parser.add_argument(
+        "--second-java",
+        choices=("1.12", "none"),
+        default="1.12",
+        help="a second Java column: Iceberg 1.12 on Spark 4.1 (the project's java_env 1.12), or none",
+    )
     parser.add_argument("--anchor-dir", default="/work/shared/iceberg-java", help="the recipe (anchor_env.py)")
     parser.add_argument("--anchor-root", type=Path, default=Path(os.environ.get("ANCHOR_ROOT", "/tmp/iceberg-java")))
     parser.add_argument("--cold-queries", default="scan_range_eq,scan_full_pos,scan_full_eq")
@@ -625,13 +698,14 @@ class JavaEnvironment:
     conf: dict[str, str]
 
 
-def java_environment(args: argparse.Namespace) -> JavaEnvironment:
-    """The project's Java environment (built on first use), or the shared recipe's."""
-    if args.java_env == "project":
+def java_environment(args: argparse.Namespace, generation: str | None = None) -> JavaEnvironment:
+    """The project's Java environment (built on first use; ``generation`` one of ``java_env``'s, else its default),
+    or the shared recipe's."""
+    if args.java_env == "project" or generation is not None:
         sys.path.insert(0, str(REPO_ROOT))
         from tests.support import java_env
 
-        env = java_env.ensure()
+        env = java_env.ensure(generation)
         return JavaEnvironment(env.python, list(env.jars), {"spark.driver.extraJavaOptions": "-Duser.timezone=UTC"})
     os.environ["ANCHOR_ROOT"] = str(args.anchor_root)
     sys.path.insert(0, args.anchor_dir)
@@ -658,29 +732,41 @@ def main() -> None:
     stem = args.results_name or f"side_by_side_{dt.date.today().isoformat()}"
     java_environment_ = java_environment(args)
     args.java_python = java_environment_.python
+    second_java = java_environment(args, "1.12") if args.second_java == "1.12" else None
+    args.java112_python = second_java.python if second_java is not None else None
     catalog_db, warehouse = args.data_dir / "catalog.db", args.data_dir / "warehouse"
-    java = Runner(
-        "java",
-        [
-            java_environment_.python,
-            str(BENCH_DIR / "side_by_side_java.py"),
-            "--jars",
-            ",".join(java_environment_.jars),
-            "--catalog-db",
-            str(catalog_db),
-            "--warehouse",
-            str(warehouse),
-            "--conf",
-            json.dumps(java_environment_.conf),
-        ],
-        {**os.environ, "PYSPARK_PYTHON": java_environment_.python, "PYSPARK_DRIVER_PYTHON": java_environment_.python},
-        logs_dir / f"{stem}.java.log",
-    )
-    ours = None
+
+    def java_runner(name: str, environment: JavaEnvironment) -> Runner:
+        """A Java side's runner in its environment's virtualenv, on the shared catalog."""
+        return Runner(
+            name,
+            [
+                environment.python,
+                str(BENCH_DIR / "side_by_side_java.py"),
+                "--jars",
+                ",".join(environment.jars),
+                "--catalog-db",
+                str(catalog_db),
+                "--warehouse",
+                str(warehouse),
+                "--conf",
+                json.dumps(environment.conf),
+            ],
+            {**os.environ, "PYSPARK_PYTHON": environment.python, "PYSPARK_DRIVER_PYTHON": environment.python},
+            logs_dir / f"{stem}.{name}.log",
+        )
+
+    java = java_runner("java", java_environment_)
+    ours = java112 = None
     try:
         source = args.data_dir / "source_parquet"
         built = java.must("build", rows=args.rows, parquet_source=str(source)).result
         print(f"tables: made {built['made'] or 'none'}; {json.dumps(built['files'])}", flush=True)
+        if second_java is not None:  # the tables exist now: its build only reports its versions
+            java112 = java_runner("java112", second_java)
+            built["versions_java112"] = java112.must("build", rows=args.rows, parquet_source=str(source)).result[
+                "versions"
+            ]
         ours = Runner(
             "ours",
             [
@@ -694,13 +780,18 @@ def main() -> None:
             {**os.environ, "PYTHONPATH": str(REPO_ROOT)},
             logs_dir / f"{stem}.ours.log",
         )
-        bench = SideBySide(args, java, ours, built)
+        bench = SideBySide(args, java, ours, built, java112)
         chosen = args.jobs.split(",")
 
         def write_results() -> str:
             header = run_start.header(args)
             header["versions"] = built.get("versions")
-            header["runner_start_seconds"] = {"java": java.start_seconds, "ours": ours.start_seconds}
+            header["versions_java112"] = built.get("versions_java112")
+            header["runner_start_seconds"] = {
+                "java": java.start_seconds,
+                "ours": ours.start_seconds,
+                **({"java112": java112.start_seconds} if java112 is not None else {}),
+            }
             report = {
                 **header,
                 "summary": [result.summary() for result in bench.results],
@@ -719,8 +810,9 @@ def main() -> None:
         print(write_results())
     finally:
         java.close()
-        if ours is not None:
-            ours.close()
+        for runner in (java112, ours):
+            if runner is not None:
+                runner.close()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""The Iceberg Java side of the side-by-side benchmark: a warm Spark 3.5 session with Iceberg's runtime, on request.
+"""The Iceberg Java side of the side-by-side benchmark: a warm Spark session with Iceberg's runtime, on request.
 
-Runs in the Java environment's virtualenv (pyspark 3.5 + ``iceberg-spark-runtime``), never in the project's. It
-reads one JSON request per line on stdin and answers each with one line (``side_by_side_jobs.RESULT_PREFIX``) on
-stdout; everything else it prints goes to stderr. The orchestrator passes the jars (Iceberg's Spark runtime and a
-SQLite JDBC driver) and the catalog file; Java's JdbcCatalog runs with its tables created here, as Java would.
+Runs in a Java environment's virtualenv (pyspark 3.5 + Iceberg 1.10's ``iceberg-spark-runtime``, or pyspark 4.1 +
+Iceberg 1.12's), never in the project's. It reads one JSON request per line on stdin and answers each with one
+line (``side_by_side_jobs.RESULT_PREFIX``) on stdout; everything else it prints goes to stderr. The orchestrator
+passes the jars (Iceberg's Spark runtime and a SQLite JDBC driver) and the catalog file; Java's JdbcCatalog runs
+with its tables created here, as Java would.
 
 Requests (``op``): ``build`` (make missing tables), ``query``, ``ingest_generated``, ``ingest_parquet``, ``upsert``,
 ``rewrite``, ``checksum``, ``rollback``, ``snapshot``, ``drop``, ``spark_submit_args`` (for the cold runs), ``quit``.
@@ -36,6 +37,11 @@ CATALOG_DDL = [
     "namespace VARCHAR(255) NOT NULL,property_key VARCHAR(255),property_value VARCHAR(1000),"
     "PRIMARY KEY (catalog_name, namespace, property_key))",
 ]
+
+
+# Spark's own time-travel read option: Iceberg's snapshot-id read option is gone in Iceberg 1.12 on Spark 4.1,
+# Spark's versionAsOf works with both runtimes.
+SNAPSHOT_OPTION = "versionAsOf"
 
 
 def catalog_conf(catalog_db: Path, warehouse: Path) -> dict[str, str]:
@@ -217,7 +223,7 @@ class JavaRunner:
         """count(*) and sum(price), as a user writes it against Iceberg's Spark source."""
         reader = self.spark.read.format("iceberg")
         if request.get("snapshot_id"):
-            reader = reader.option("snapshot-id", str(request["snapshot_id"]))
+            reader = reader.option(SNAPSHOT_OPTION, str(request["snapshot_id"]))
         frame = reader.load(self.fq(request["table"]))
         if request.get("where"):
             frame = frame.where(request["where"])
@@ -258,7 +264,7 @@ class JavaRunner:
         self.refresh(request["table"])
         reader = self.spark.read.format("iceberg")
         if request.get("snapshot_id"):
-            reader = reader.option("snapshot-id", str(request["snapshot_id"]))
+            reader = reader.option(SNAPSHOT_OPTION, str(request["snapshot_id"]))
         reader.load(self.fq(request["table"])).createOrReplaceTempView("checksum_source")
         row = self.sql(sbs.CHECKSUM_SQL.format(table="checksum_source")).first()
         return {"count": row["n"], "checksum": str(row["h"])}
