@@ -163,6 +163,9 @@ _SUBJECT = _Subject()
 # Options that name what a job works on: an error names them by an explicit ``argument``, never by their value alone
 # (a table's name appears in most messages of the job).
 _SUBJECT_DESTS = frozenset({"catalog", "table", "source"})
+# Bad input about a file of the table (which table) or the source's rows (which table and source), whatever names
+# the message gives itself.
+_ABOUT_THE_TABLE_OR_SOURCE = frozenset({"CorruptFileError", "RequiredColumnNullsError"})
 
 
 def set_subject(*, table: str | None = None, source: str | None = None) -> None:
@@ -255,8 +258,8 @@ def _own_verdict(chain: list[BaseException], job: str) -> Verdict | None:
     for item in chain:
         if _is_bad_input_class(type(item)):
             reason = _one_line(str(item)) or type(item).__name__
-            if type(item).__name__ == "CorruptFileError":  # a damaged file of the table: say which table
-                reason = _with_subject(reason, source=False)
+            if type(item).__name__ in _ABOUT_THE_TABLE_OR_SOURCE:  # a damaged file, the source's rows: say which
+                reason = _with_subject(reason, source=type(item).__name__ != "CorruptFileError")
             return Verdict(EXIT_USAGE, _shortened(naming_the_argument(reason, item)))
         if isinstance(item, EngineError):
             return Verdict(EXIT_FAILURE, _shortened(f"{job} job failed: {_describe(item)}"))
@@ -267,8 +270,9 @@ def _own_verdict(chain: list[BaseException], job: str) -> Verdict | None:
             last = lines[-1]
             message = _one_line(last["message"])
             if last["name"] in bad:
-                damaged = last["name"] == "CorruptFileError"  # a damaged file met by an executor: which table
-                return Verdict(EXIT_USAGE, _shortened(_with_subject(message, source=False) if damaged else message))
+                if last["name"] in _ABOUT_THE_TABLE_OR_SOURCE:  # a damaged file, the source's rows: say which
+                    message = _with_subject(message, source=last["name"] != "CorruptFileError")
+                return Verdict(EXIT_USAGE, _shortened(message))
             return Verdict(EXIT_FAILURE, _shortened(f"{job} job failed: {last['name']}: {message}"))
     if "pyiceberg" in sys.modules:  # a metadata file, manifest list or manifest pyiceberg could not decode
         from spark_jobs.engine.shared.damaged_metadata import damaged_file_reason

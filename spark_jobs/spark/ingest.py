@@ -177,9 +177,7 @@ def ingest_table(
         try:
             change = _write(_Job(spark, table, rows, options, context, written, outcome, collected_keys))
         except RequiredColumnNullsError as error:  # found by the writers (module doc, step 3)
-            raise UserInputError(
-                f"source has nulls in column(s) table {table_name} requires: {error.detail}"
-            ) from error
+            raise RequiredColumnNullsError(error.null_counts, table=table_name) from error
         outcome.phases["write"] = time.perf_counter() - started
         log.info("write done in %.1f s (%d files); commit ...", outcome.phases["write"], len(written))
         started = time.perf_counter()
@@ -297,10 +295,9 @@ def _check_source(
     checked = check_source_schema(table, _source_arrow_schema(source), options)
     if isinstance(source, ParquetSource):
         required = [f.name for f in table.schema().fields if f.required]
-        with_nulls = {name: source.null_counts.get(name) for name in required if source.null_counts.get(name)}
+        with_nulls = {name: source.null_counts.get(name) or 0 for name in required if source.null_counts.get(name)}
         if with_nulls:
-            detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
-            raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
+            raise RequiredColumnNullsError(with_nulls, table=table_name)
         return checked, None
     required = [f.name for f in table.schema().fields if f.required] if options.mode != "delete" else []
     struct_fields = _has_required_struct_fields(table.schema())
@@ -364,8 +361,7 @@ def _check_required_columns(table_name: str, source: DataFrame, schema: Schema) 
     counts = source.agg(*[F.count(F.when(c, 1)).alias(f"n{i}") for i, c in enumerate(conditions.values())]).first()
     with_nulls = {name: counts[i] for i, name in enumerate(conditions) if counts is not None and counts[i]}
     if with_nulls:
-        detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
-        raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
+        raise RequiredColumnNullsError(with_nulls, table=table_name)
 
 
 def _has_required_struct_fields(schema: Schema) -> bool:

@@ -155,6 +155,41 @@ def test_a_corrupt_parquet_source_is_named(spark, testing_catalog, tmp_path, cap
 @pytest.mark.spark
 @pytest.mark.usefixtures("spark")
 @pytest.mark.parametrize(
+    ("source_format", "mode"),
+    [("parquet", "append"), ("csv", "append"), ("parquet", "upsert")],
+    ids=["parquet-files-append", "csv-append", "parquet-upsert"],
+)
+def test_nulls_in_a_required_column_name_the_table_the_source_and_the_column(
+    testing_catalog, tmp_path, capsys, source_format, mode
+) -> None:
+    """Each way the ingest finds them (Parquet footers, Spark's count, the upsert's key groups): one line naming the
+    table, the source and the column with its null rows."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    testing_catalog.create_namespace_if_not_exists("bad_inputs")
+    identifier = f"bad_inputs.required{next(_names)}"
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True), NestedField(2, "category", StringType(), required=True)
+    )
+    testing_catalog.create_table(identifier, schema, properties={"format-version": "2"})
+    source = tmp_path / "source"
+    source.mkdir()
+    if source_format == "csv":
+        (source / "rows.csv").write_text("id,category\n1,a\n2,\n3,\n")
+    else:
+        rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "category": ["a", None, None]})
+        pq.write_table(rows, source / "rows.parquet")
+    argv = ["--catalog", "testing", "--table", identifier, "--source", str(source), "--source-format", source_format,
+            "--mode", mode, *(["--key", "id"] if mode == "upsert" else [])]  # fmt: skip
+    code, lines = _run("ingest", ingest_job.main, argv, capsys)
+    _assert_bad_input(code, lines, identifier, str(source), "'category' in 2 row(s)")
+    assert testing_catalog.load_table(identifier).current_snapshot() is None
+
+
+@pytest.mark.spark
+@pytest.mark.usefixtures("spark")
+@pytest.mark.parametrize(
     ("sql", "named"),
     [
         ("ADD JAR /tmp/evil.jar", "ADD JAR"),

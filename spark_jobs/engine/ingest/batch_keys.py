@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_jobs.engine.shared.errors import UserInputError
+from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
 
 ROWS_COLUMN = "_rows"  # the rows of the batch holding a group's key
 NULLS_PREFIX = "_nulls_"  # + a required column's name: that column's nulls in the group's rows
@@ -38,8 +38,7 @@ def checked_batch_keys(
         if count:
             with_nulls[name] = count
     if with_nulls:
-        detail = ", ".join(f"{name!r} in {count} row(s)" for name, count in with_nulls.items())
-        raise UserInputError(f"source has nulls in column(s) table {table_name} requires: {detail}")
+        raise RequiredColumnNullsError(with_nulls, table=table_name)
     null_key = pc.is_null(groups.column(key[0]))
     for name in key[1:]:
         null_key = pc.or_(null_key, pc.is_null(groups.column(name)))

@@ -40,11 +40,16 @@ class SnapshotNotFoundError(UserInputError):
 
 
 class RequiredColumnNullsError(UserInputError):
-    """Rows to write hold nulls in columns the table requires (``null_counts``: rows per column name)."""
+    """Rows to write hold nulls in columns the table requires (``null_counts``: rows per column name); with
+    ``table`` (its name), the message says the source holds them and which table requires the columns."""
 
-    def __init__(self, null_counts: dict[str, int]) -> None:
+    def __init__(self, null_counts: dict[str, int], *, table: str | None = None) -> None:
         self.null_counts = dict(null_counts)
-        super().__init__(f"nulls in required column(s): {self.detail}")
+        self.table = table
+        if table is None:
+            super().__init__(f"nulls in required column(s): {self.detail}")
+        else:
+            super().__init__(f"source has nulls in column(s) table {table} requires: {self.detail}")
 
     @property
     def detail(self) -> str:
