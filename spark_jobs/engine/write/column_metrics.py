@@ -125,22 +125,16 @@ def _add_geo_metrics(
 ) -> None:
     """Geo columns' sizes, counts and (geometry) bounds into ``statistics`` (module doc, step 2)."""
     nulls: dict[int, int | None] = {}
-    for index in range(metadata.num_row_groups):
-        row_group = metadata.row_group(index)
-        for position in range(row_group.num_columns):
-            column = row_group.column(position)
-            field_id = paths.get(column.path_in_schema)
-            if field_id is None:
-                continue
-            sizes = statistics["column_sizes"]
-            sizes[field_id] = sizes.get(field_id, 0) + column.total_compressed_size
-            if geo[field_id].mode.type == MetricModeTypes.NONE:
-                continue
-            counts = statistics["value_counts"]
-            counts[field_id] = counts.get(field_id, 0) + column.num_values
-            known = column.is_stats_set and column.statistics.has_null_count
-            so_far = nulls.get(field_id, 0)
-            nulls[field_id] = so_far + column.statistics.null_count if known and so_far is not None else None
+    for field_id, column in _chunks_of(metadata, paths, set(paths.values())):
+        sizes = statistics["column_sizes"]
+        sizes[field_id] = sizes.get(field_id, 0) + column.total_compressed_size
+        if geo[field_id].mode.type == MetricModeTypes.NONE:
+            continue
+        counts = statistics["value_counts"]
+        counts[field_id] = counts.get(field_id, 0) + column.num_values
+        known = column.is_stats_set and column.statistics.has_null_count
+        so_far = nulls.get(field_id, 0)
+        nulls[field_id] = so_far + column.statistics.null_count if known and so_far is not None else None
     statistics["null_value_counts"].update({f: count for f, count in nulls.items() if count is not None})
     geometries = {
         f
