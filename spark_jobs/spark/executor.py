@@ -8,6 +8,10 @@
      the JVM. A failed attempt's results never reach the driver; a retried one's files carry another tag.
   An aggregate's folds (``fold_tasks``: each task read by ``read.task_scan.read_task`` and folded in pyarrow),
   compaction's rewrite waves and an ingest's Parquet-source writes run this way.
+- ``task_frame`` (Spark's own): the rows planned tasks read, as a DataFrame Spark goes on to join, shuffle or
+  write, so they never reach the driver: one Spark partition per task (``scan.task_rows``), read with
+  ``mapInArrow``. An upsert's or delete's key scan (the keys and positions of the files that may hold the batch's
+  keys) runs this way.
 - ``count_rows``: a DataFrame over the tasks (``mapInArrow``), counted by Spark.
 - ``write_export``: that DataFrame with its executors' counters, written by Spark's writer through a staging
   directory where Spark's JVM has a file system for the output (``spark/export.py``), else by pyarrow on the
@@ -17,11 +21,12 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.engine.jobs.executor import (
     ExportTarget,
@@ -38,12 +43,21 @@ from spark_jobs.engine.read.task_scan import read_task
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.spark.ansi import ansi_enabled
 from spark_jobs.spark.distributed_planning import SparkManifestReader
-from spark_jobs.spark.scan import counted_dataframe_from_session, dataframe_from_session, read_parallelism
+from spark_jobs.spark.scan import (
+    counted_dataframe_from_session,
+    dataframe_from_session,
+    read_parallelism,
+    task_payloads,
+    task_rows,
+)
+from spark_jobs.spark.types import conform_batch, spark_arrow_schema_of, spark_schema_of
 
 if TYPE_CHECKING:
     from spark_jobs.engine.read.session import ReadSession
 
 JOB_DESCRIPTION = "spark.job.description"
+# Reads one task's rows on an executor: (the task, the counters its reads add to) -> its Arrow batches.
+TaskRead = Callable[[TaskT, ScanMetrics], Iterator[pa.RecordBatch]]
 
 
 def task_attempt_tag() -> str:
@@ -115,6 +129,24 @@ class SparkExecutor:
     def run_tasks(self, tasks: Sequence[TaskT], run: TaskRun[TaskT, ResultT], description: str) -> TaskResults[ResultT]:
         """Every task run on the executors, one Spark stage (``run_on_spark``)."""
         return run_on_spark(self.spark, tasks, run, description)
+
+    def task_frame(self, tasks: Sequence[TaskT], read: TaskRead[TaskT], schema: pa.Schema) -> DataFrame:
+        """The rows ``read`` reads of each task, as a DataFrame of ``schema`` in Spark's types (module doc); the
+        reads' counters are not gathered."""
+        spark_schema = spark_schema_of(schema)
+        if not tasks:
+            return self.spark.createDataFrame([], spark_schema)
+        spark_arrow = spark_arrow_schema_of(schema)
+        payloads = [pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL) for task in tasks]
+        frame, closed_over = task_rows(self.spark, payloads)
+
+        def read_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            metrics = ScanMetrics()
+            for payload in task_payloads(batches, closed_over):
+                for batch in read(pickle.loads(payload), metrics):
+                    yield conform_batch(batch, spark_arrow)
+
+        return frame.mapInArrow(read_tasks, spark_schema)
 
     def fold_tasks(
         self, session: ReadSession, fold: TaskFold, description: str

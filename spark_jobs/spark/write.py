@@ -55,8 +55,7 @@ from spark_jobs.engine.write.write_context import (
     write_position_delete_rows,
 )
 from spark_jobs.spark.executor import SparkExecutor, task_attempt_tag
-from spark_jobs.spark.scan import task_payloads, task_rows
-from spark_jobs.spark.types import conform_batch, estimated_row_bytes, spark_arrow_schema_of, spark_schema_of
+from spark_jobs.spark.types import estimated_row_bytes
 
 _ARROW_UDF: Any  # Spark 4.1+: scalar iterator Arrow UDFs (flat columns to Python); before, writes use mapInArrow
 _SCALAR_ITER: Any
@@ -215,8 +214,9 @@ def key_positions(
 
     ``context`` reads the key columns and ``_pos`` (``engine.ingest.live_files.key_scan_context``); whole files are
     packed into Spark tasks as a read packs them (split size, open-file cost: a task of many small files, not a Spark
-    task per file), each file read by the per-task scan every read runs, so the deletes attached to a file (position
-    deletes, a deletion vector) drop their rows and ``_pos`` stays each row's position in the file.
+    task per file) and read through the executor seam's ``SparkExecutor.task_frame``, each file by the per-task scan
+    every read runs, so the deletes attached to a file (position deletes, a deletion vector) drop their rows and
+    ``_pos`` stays each row's position in the file.
     """
     metadata = {ROW_POSITION.name, ROW_ID.name}
     key_fields = [field for field in context.output_schema if field.name not in metadata]
@@ -230,33 +230,25 @@ def key_positions(
             *(pa.field(name, pa.int64()) for name in lineage),
         ]
     )
-    spark_schema = spark_schema_of(output)
-    spark_arrow = spark_arrow_schema_of(output)
-    if not files:
-        return spark.createDataFrame([], spark_schema)
     weights = [slice_weight(data_file, DEFAULT_OPEN_FILE_COST) for data_file, _ in files]
-    bins = pack_weights(weights, DEFAULT_SPLIT_SIZE, DEFAULT_LOOKBACK)
-    payloads = [pickle.dumps([files[i] for i in rows], protocol=pickle.HIGHEST_PROTOCOL) for rows in bins]
-    task_frame, closed_over = task_rows(spark, payloads)
+    bins = [[files[i] for i in rows] for rows in pack_weights(weights, DEFAULT_SPLIT_SIZE, DEFAULT_LOOKBACK)]
     key_schema = pa.schema([pa.field(field.name, field.type) for field in key_fields])
     # Broadcast, not closed over: a Python worker loads the keys once for all the tasks it runs.
     shipped = (
         None
-        if batch_keys is None
+        if batch_keys is None or not files
         else spark.sparkContext.broadcast(batch_keys.select(key_schema.names).cast(key_schema))
     )
 
-    def read_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        metrics = ScanMetrics()
+    def read_keys(task: list[tuple[DataFileSlice, int]], metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
         keys = None if shipped is None else shipped.value
         probe = None if keys is None else key_bloom_probe(keys, context)
-        for payload in task_payloads(batches, closed_over):
-            for data_file, ordinal in pickle.loads(payload):
-                if probe is not None and not probe.file_may_hold_keys(
-                    data_file.path, data_file.file_size_in_bytes, context.io, metrics
-                ):
-                    continue
-                yield from _key_rows(data_file, ordinal, keys, metrics)
+        for data_file, ordinal in task:
+            if probe is not None and not probe.file_may_hold_keys(
+                data_file.path, data_file.file_size_in_bytes, context.io, metrics
+            ):
+                continue
+            yield from _key_rows(data_file, ordinal, keys, metrics)
 
     def _key_rows(
         data_file: DataFileSlice, ordinal: int, keys: pa.Table | None, metrics: ScanMetrics
@@ -272,12 +264,11 @@ def key_positions(
             ]
             out = pa.RecordBatch.from_arrays(columns, schema=output)
             if keys is None:
-                yield conform_batch(out, spark_arrow)
+                yield out
                 continue
-            for matched in rows_with_keys(out, keys).to_batches():
-                yield conform_batch(matched, spark_arrow)
+            yield from rows_with_keys(out, keys).to_batches()
 
-    return task_frame.mapInArrow(read_keys, spark_schema)
+    return SparkExecutor(spark).task_frame(bins, read_keys, output)
 
 
 def key_bloom_probe(keys: pa.Table, context: ScanContext) -> KeyBloomProbe:

@@ -12,6 +12,9 @@ Spark's executors (``spark/executor.py``: one Spark task per planned task) and t
   over every task) all go through it.
 - ``count_rows`` and ``write_export`` are the read job's whole-scan routes (Spark's count and writer, or this
   process's).
+- Spark's executor also collects the keys an upsert or delete matches (``SparkExecutor.task_frame``: the rows of
+  planned key-scan tasks as a DataFrame that Spark joins and writes, never brought to the driver); the ingest has
+  no driver route, so this process's executor has no counterpart.
 Both implementations read with ``read.task_scan`` and report the same counters, so a job's result is the same
 wherever it ran; its ``ran_in`` says where. Where the tasks run is decided once per job (``placement.py``).
 """
