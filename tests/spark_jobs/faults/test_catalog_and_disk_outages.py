@@ -22,7 +22,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from spark_jobs import compact as compact_job
 from spark_jobs import ingest as ingest_job
+from spark_jobs import maintain as maintain_job
 from spark_jobs.engine.table.catalog import load_catalog
 from spark_jobs.job_contract import EXIT_OK, EXIT_USAGE
 from spark_jobs.job_support import run_job
@@ -211,3 +213,55 @@ def test_a_full_disk_during_the_write_fails_retryably_and_leaves_nothing_behind(
     assert unaccounted_files(table, files_before, output) == set()
     filler.unlink()
     _assert_the_retry_lands_once(name, identifier, source, capsys, ids)
+
+
+def _maintenance_job(job: str, argv: list[str], capsys) -> tuple[int, str]:
+    capsys.readouterr()
+    main = compact_job.main if job == "compact" else maintain_job.main
+    code = run_job(job, lambda: main(argv))
+    seen = capsys.readouterr()
+    return code, seen.err + seen.out
+
+
+def test_a_compaction_and_an_expiry_meeting_a_locked_sqlite_catalog_fail_retryably_and_change_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    """The compaction's rewritten files are written before the commit the lock refuses: they are deleted, no
+    snapshot names them; the expiry deletes nothing before its commit lands. Both retried once the lock is gone
+    succeed with the same rows."""
+    warehouse = tmp_path / "warehouse"
+    warehouse.mkdir()
+    database = tmp_path / "catalog.db"
+    name = _configure(monkeypatch, "lockedmaintenance", f"sqlite:///{database}", warehouse)
+    identifier = _table(name)
+    for ids in (range(3, 5), range(5, 7)):  # three small data files in three snapshots
+        rows = pa.table({"id": pa.array(ids, pa.int64()), "name": [str(i) for i in ids]}, schema=SCHEMA)
+        load_catalog(name).load_table(identifier).append(rows)
+    expected = rows_by_id(load_catalog(name), identifier)
+    table_args = ["--catalog", name, "--table", identifier]
+    runs = [
+        ("compact", [*table_args, "--rewrite-all"]),
+        ("maintain", ["expire-snapshots", *table_args, "--older-than", "2999-01-01T00:00:00Z", "--retain-last", "1"]),
+    ]
+    for job, argv in runs:
+        table = load_catalog(name).load_table(identifier)
+        files_before, snapshots_before = files_under(table), len(table.snapshots())
+        lock = _SqliteLock(database)
+        faults.reset_plan(before_commit=lock.take)
+        try:
+            code, output = _maintenance_job(job, argv, capsys)
+        finally:
+            lock.release()
+        assert code not in (EXIT_OK, EXIT_USAGE), (job, output[-3000:])
+        assert "database is locked" in output and _error_line(output), (job, output[-3000:])
+        assert len(faults.plan().fired) >= 1
+        table = load_catalog(name).load_table(identifier)
+        assert len(table.snapshots()) == snapshots_before, job  # no snapshot of the failed job
+        assert unaccounted_files(table, files_before, output) == set(), job
+        assert files_before <= files_under(table), job  # nothing deleted
+        faults.reset_plan()
+        code, output = _maintenance_job(job, argv, capsys)
+        assert code == EXIT_OK, (job, output[-3000:])
+        assert rows_by_id(load_catalog(name), identifier) == expected, job
+    table = load_catalog(name).load_table(identifier)
+    assert len(table.snapshots()) == 1 and len(table.inspect.data_files()) == 1  # compacted, then expired
