@@ -100,8 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run one maintenance action; returns the result the last stdout line carries."""
-    from spark_jobs.engine.jobs.maintain_job import MaintainResult, describe_removal
-    from spark_jobs.engine.maintenance import expire_snapshots, remove_orphan_files
+    from spark_jobs.engine.jobs.maintain_job import MaintainResult, removal_action
     from spark_jobs.engine.table.catalog import load_catalog, load_table
     from spark_jobs.engine.table.snapshots import parse_as_of
 
@@ -117,20 +116,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     elif args.action in (REWRITE_POSITION_DELETES, REWRITE_MANIFESTS):
         outcome = _rewrite(args, table)
     else:
-        older_than_ms = parse_as_of(args.older_than) if args.older_than is not None else None
-        if args.action == EXPIRE_SNAPSHOTS:
-            outcome = expire_snapshots(
-                table, older_than_ms=older_than_ms, retain_last=args.retain_last, dry_run=args.dry_run
-            ).as_dict()
-        else:
-            outcome = remove_orphan_files(
-                table,
-                older_than_ms=older_than_ms,
-                dry_run=args.dry_run,
-                allow_short_retention=args.allow_short_retention,
-            ).as_dict()
-        if args.dry_run:
-            print(describe_removal(args.action, ".".join(table.name()), outcome), flush=True)
+        outcome = removal_action(
+            table,
+            args.action,
+            older_than_ms=parse_as_of(args.older_than) if args.older_than is not None else None,
+            retain_last=getattr(args, "retain_last", None),
+            allow_short_retention=getattr(args, "allow_short_retention", False),
+            dry_run=args.dry_run,
+        )
     return MaintainResult(
         action=args.action,
         table=".".join(table.name()),

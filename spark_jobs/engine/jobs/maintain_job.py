@@ -20,6 +20,7 @@ from pyiceberg.table import Table
 
 from spark_jobs.engine.commit.commit_report import commit_report
 from spark_jobs.engine.jobs.maintain_actions import EXPIRE_SNAPSHOTS
+from spark_jobs.engine.maintenance import expire_snapshots, remove_orphan_files
 from spark_jobs.engine.maintenance.deletion_vector_conversion import (
     convert_to_deletion_vectors,
     plan_vector_conversion,
@@ -133,6 +134,30 @@ def convert_deletes_action(table: Table, kind: str, *, where: str | None, dry_ru
         "positions_written": outcome.positions_written,
         "commit_reports": [commit_report(outcome.commit)],
     }
+
+
+def removal_action(
+    table: Table,
+    action: str,
+    *,
+    older_than_ms: int | None,
+    retain_last: int | None,
+    allow_short_retention: bool,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """Expire snapshots or remove orphan files (module doc, 1); what the JSON line adds. A dry run prints what
+    would be removed first (``describe_removal``)."""
+    if action == EXPIRE_SNAPSHOTS:
+        outcome = expire_snapshots(table, older_than_ms=older_than_ms, retain_last=retain_last, dry_run=dry_run)
+        removed = outcome.as_dict()
+    else:
+        orphans = remove_orphan_files(
+            table, older_than_ms=older_than_ms, dry_run=dry_run, allow_short_retention=allow_short_retention
+        )
+        removed = orphans.as_dict()
+    if dry_run:
+        print(describe_removal(action, ".".join(table.name()), removed), flush=True)
+    return removed
 
 
 def describe_removal(action: str, table_name: str, outcome: dict[str, Any]) -> str:
