@@ -197,7 +197,7 @@ class DeleteFileIndex:
         """Index one live delete-file entry (position deletes, deletion vector or equality deletes)."""
         self.add_record(_record_from_entry(entry, self._is_unpartitioned(entry.data_file)))
 
-    def add_columns(self, columns: ManifestColumns, rows: Sequence[int]) -> None:
+    def add_columns(self, columns: ManifestColumns, rows: Sequence[int] | np.ndarray) -> None:
         """Index the delete files of rows ``rows`` of a manifest's columns."""
         spec = self._specs.get(columns.spec_id)
         unpartitioned = spec.is_unpartitioned() if spec is not None else not columns.partition_types
@@ -422,7 +422,7 @@ def _record_from_entry(entry: ManifestEntry, unpartitioned_spec: bool) -> Delete
 
 
 def _records_from_columns(
-    columns: ManifestColumns, rows: Sequence[int], unpartitioned_spec: bool
+    columns: ManifestColumns, rows: Sequence[int] | np.ndarray, unpartitioned_spec: bool
 ) -> list[DeleteRecord]:
     """Rows of a manifest's columns as the index's records."""
     if not len(rows):

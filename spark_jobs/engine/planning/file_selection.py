@@ -5,10 +5,12 @@
    (``ManifestPruner.select_manifests``).
 2. Where to read them: in this process, or on the executors through a ``RemoteManifestReader`` (the Spark one is
    ``spark.distributed_planning``), by the planning modes (``planning_mode``).
-3. Delete manifests first: their entries that survive the partition filter go into the delete index.
+3. Delete manifests first: their entries that survive the partition filter are kept as columns.
 4. Data manifests: their entries that survive the partition and metrics filters (``entry_filter``) are kept with
    the columns planning needs (their statistics too when equality deletes may apply).
-5. ``planned_files.gather`` attaches the deletes and returns the files as columns.
+5. The delete entries go into the delete index; when the filters left data files out, the position deletes and
+   deletion vectors of those files are left out first (``delete_prefilter``).
+6. ``planned_files.gather`` attaches the deletes and returns the files as columns.
 
 Read locally, manifests are decoded a few at a time on threads and cached (``manifest_cache.manifest_columns``),
 and consecutive small manifests are filtered as one batch (``manifest_batches``).
@@ -20,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
+import pyarrow as pa
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.manifest import ManifestFile
 from pyiceberg.schema import Schema
@@ -28,6 +31,7 @@ from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.types import StructType
 
 from spark_jobs.engine.planning.delete_index import DeleteFileIndex
+from spark_jobs.engine.planning.delete_prefilter import rows_that_may_apply
 from spark_jobs.engine.planning.entry_filter import EntryFilter, survivors
 from spark_jobs.engine.planning.manifest_batches import batched_manifests
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
@@ -35,7 +39,11 @@ from spark_jobs.engine.planning.planned_files import PlannedFiles, gather
 from spark_jobs.engine.planning.planning_mode import PlanningMode, plan_locally, planning_modes
 from spark_jobs.engine.shared.metrics import ScanMetrics
 from spark_jobs.engine.table.manifest_cache import DECODE_THREADS, cached_manifests, manifest_columns
-from spark_jobs.engine.table.manifest_columns import ManifestColumns, partition_type_resolver
+from spark_jobs.engine.table.manifest_columns import (
+    CONTENT_EQUALITY_DELETES,
+    ManifestColumns,
+    partition_type_resolver,
+)
 
 
 class RemoteManifestReader(Protocol):
@@ -102,9 +110,7 @@ def select_files(
         deletes=True,
         with_statistics=True,
     )
-    for chunk, _ in delete_chunks:
-        delete_index.add_columns(chunk, range(chunk.num_rows))
-    needs_statistics = bool(delete_index.equality_field_ids)
+    needs_statistics = any((chunk.numpy("content") == CONTENT_EQUALITY_DELETES).any() for chunk, _ in delete_chunks)
     data_chunks = _survivors(
         table,
         data_manifests,
@@ -114,9 +120,15 @@ def select_files(
         deletes=False,
         with_statistics=needs_statistics,
     )
+    pruned = 0
     for chunk, data_files in data_chunks:
         metrics.data_files_total += data_files
-        metrics.data_files_pruned += data_files - chunk.num_rows
+        pruned += data_files - chunk.num_rows
+    metrics.data_files_pruned += pruned
+    data_paths = _paths([chunk for chunk, _ in data_chunks]) if pruned and delete_chunks else None
+    for chunk, _ in delete_chunks:
+        rows = rows_that_may_apply(chunk, data_paths) if data_paths is not None else range(chunk.num_rows)
+        delete_index.add_columns(chunk, rows)
     return gather([chunk for chunk, _ in data_chunks], specs, delete_index, metrics)
 
 
@@ -151,6 +163,12 @@ def surviving_entries(
     verdicts = entry_filter.verdicts(columns)
     rows = verdicts.delete_rows if deletes else verdicts.data_rows
     return survivors(columns, rows, with_statistics=with_statistics), verdicts.data_files
+
+
+def _paths(chunks: Sequence[ManifestColumns]) -> pa.Array:
+    """The file paths of the surviving data files of every chunk, as one array."""
+    arrays = [chunk.column("file_path") for chunk in chunks if chunk.num_rows]
+    return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
 
 def _may_hold_equality_deletes(snapshot: Snapshot, delete_manifests: Sequence[ManifestFile]) -> bool:
