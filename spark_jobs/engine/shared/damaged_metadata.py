@@ -136,11 +136,11 @@ def first_damaged_file_reason(table: Any) -> str | None:
 
 
 def _damage(error: BaseException) -> str | None:
-    """``is missing (...)`` or ``cannot be read, it is damaged (...)`` when ``error`` says so, else None."""
+    """``is missing`` or ``cannot be read, it is damaged (...)`` when ``error`` says so, else None."""
     current: BaseException | None = error
     while current is not None:
-        if isinstance(current, FileNotFoundError):
-            return f"is missing ({_short(current)})"
+        if isinstance(current, FileNotFoundError):  # its message would only repeat the location
+            return "is missing"
         if _is_pydantic(current):
             first = (current.errors() or [{}])[0]  # type: ignore[attr-defined]
             return f"cannot be read, it is damaged ({first.get('msg', 'invalid')})"

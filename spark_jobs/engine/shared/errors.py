@@ -76,9 +76,9 @@ def file_error(what: str, location: str, error: BaseException) -> BaseException:
         return CorruptFileError(f"{what} {error}")  # say which kind of file the message's path is
     if isinstance(error, EngineError):
         return error
+    if isinstance(error, FileNotFoundError):  # its message would only repeat the location
+        return CorruptFileError(f"{what} {location} is missing")
     reason = f"{type(error).__name__}: {' '.join(str(error).split())}"[:160]
-    if isinstance(error, FileNotFoundError):
-        return CorruptFileError(f"{what} {location} is missing ({reason})")
     transient = isinstance(error, OSError) and any(marker in str(error) for marker in _TRANSIENT_MARKERS)
     if isinstance(error, (*_DECODING_ERRORS, OSError)) and not transient:
         return CorruptFileError(f"{what} {location} cannot be read, it is damaged ({reason})")
