@@ -57,17 +57,15 @@ GEOSPATIAL_CONF = "spark.sql.geospatial.enabled"  # Spark 4.1+: whether DataFram
 
 def geo_types_enabled() -> bool:
     """Whether this Spark's DataFrames may hold its geo types: ``spark.sql.geospatial.enabled`` of the active session
-    (the driver), else of the running task (Spark hands a query's explicitly set SQL settings to its tasks as local
-    properties), else the running Spark's default (off on 4.1, on from 4.2; no geo types before 4.1)."""
-    from pyspark import TaskContext
+    (the driver), else the running Spark's default (off on 4.1, on from 4.2; no geo types before 4.1). A Python
+    worker has no session: what runs there is given the driver's answer (the data source's ``geo_types`` option,
+    the Arrow schema a ``mapInArrow`` function closes over)."""
     from pyspark.sql import SparkSession
 
     if _SPARK_LINE < (4, 1):
         return False
     session = SparkSession.getActiveSession()
     value = session.conf.get(GEOSPATIAL_CONF, None) if session is not None else None
-    if value is None and (task := TaskContext.get()) is not None:
-        value = task.getLocalProperty(GEOSPATIAL_CONF)
     if value is None:
         return _SPARK_LINE >= (4, 2)
     return str(value).strip().lower() == "true"
