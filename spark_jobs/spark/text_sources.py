@@ -12,6 +12,10 @@ Spark's parse modes, the job's ``--source-mode`` (``SOURCE_MODES``):
 
 Steps (``read_text_source``):
 
+0. Dates and timestamps parse with Spark's own parser alone: Spark 3.5's default time parser policy (``EXCEPTION``)
+   fails the whole read with ``INCONSISTENT_BEHAVIOR_CROSS_VERSION`` on a value its pre-3.0 parser would have
+   accepted leniently (``2024-13-45``), so the session is set to ``CORRECTED`` (Spark 4's default), where such a
+   value is a malformed row like any other; a policy the session set itself (``LEGACY``) is kept.
 1. The schema is inferred from every row (CSV: header names, types Spark infers; JSON: Spark's inference, with a
    malformed line noted in a corrupt-record column rather than failing). A column the table already has is read
    as the table's type instead (without ``--sql``, which makes its own columns), so a value the table cannot take
@@ -62,6 +66,7 @@ _MALFORMED_MARKERS = (
     "BadRecordException",
 )
 _FAILED_READ_FILE = re.compile(r"\[FAILED_READ_FILE[.\w]*\][^\n]*?reading file (?P<path>\S+?)\.?(?:\s|$)")
+TIME_PARSER_POLICY = "spark.sql.legacy.timeParserPolicy"
 _LINES_PER_PASS = 50_000
 _READ_CHUNK_BYTES = 8 * 1024 * 1024
 _SHOWN_ROW = 60
@@ -95,12 +100,19 @@ def read_text_source(
     if mode not in SOURCE_MODES:
         raise UserInputError(f"source mode {mode!r} is not one of {', '.join(SOURCE_MODES)}", argument="source_mode")
     storage = dict(properties)
+    _parse_times_strictly(spark)
     schema = _with_table_types(_inferred_schema(spark, uri, source_format, storage), table_types or {})
     if not schema.fields and mode == "failfast":  # no row parsed at all, e.g. a Parquet file read as JSON
         unparsed = TextSource(spark.createDataFrame([], schema), uri, source_format, mode, 0, schema, storage)
         raise UserInputError(_malformed_row_reason(spark, unparsed, None, table), argument="source")
     frame, malformed = _parsed_rows(spark, uri, source_format, storage, schema=schema, mode=mode)
     return TextSource(frame, uri, source_format, mode, malformed, schema, storage)
+
+
+def _parse_times_strictly(spark: SparkSession) -> None:
+    """Spark's time parser policy ``CORRECTED`` unless the session chose another than the default (step 0)."""
+    if (spark.conf.get(TIME_PARSER_POLICY, None) or "EXCEPTION").upper() == "EXCEPTION":
+        spark.conf.set(TIME_PARSER_POLICY, "CORRECTED")
 
 
 def _text_options(source_format: str) -> dict[str, str]:

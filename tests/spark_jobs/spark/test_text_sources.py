@@ -170,6 +170,28 @@ def test_a_created_table_takes_the_inferred_types_and_still_refuses_ragged_rows(
     _assert_refused(code, errors, "line 3", "3 field(s), expected 2 (id, name)")
 
 
+def test_times_parse_strictly_unless_the_session_chose_its_own_policy(spark, tmp_path) -> None:
+    """Spark 3.5's default policy would fail the whole read on ``2024-13-45`` (a cross-version warning, no line);
+    a policy the session set itself stays."""
+    from spark_jobs.spark.text_sources import TIME_PARSER_POLICY, read_text_source
+
+    source = tmp_path / "days.csv"
+    source.write_text("id,day\n1,2024-01-05\n")
+    previous = spark.conf.get(TIME_PARSER_POLICY, None)
+    try:
+        spark.conf.set(TIME_PARSER_POLICY, "LEGACY")
+        read_text_source(spark, str(source), "csv", {})
+        assert spark.conf.get(TIME_PARSER_POLICY) == "LEGACY"
+        spark.conf.set(TIME_PARSER_POLICY, "EXCEPTION")
+        read_text_source(spark, str(source), "csv", {})
+        assert spark.conf.get(TIME_PARSER_POLICY) == "CORRECTED"
+    finally:
+        if previous is None:
+            spark.conf.unset(TIME_PARSER_POLICY)
+        else:
+            spark.conf.set(TIME_PARSER_POLICY, previous)
+
+
 @pytest.mark.s3
 def test_a_malformed_row_on_an_object_store_is_named_too(testing_catalog, seaweedfs, monkeypatch, capsys) -> None:
     # The testing catalog's storage properties reach the S3 source: its FileIO properties point at SeaweedFS.
