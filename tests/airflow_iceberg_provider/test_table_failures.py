@@ -8,8 +8,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_iceberg_provider.airflow_compat import AirflowFailException
 from airflow_iceberg_provider.sensors.compaction import IcebergCompactionNeededSensor
 from airflow_iceberg_provider.sensors.snapshot import IcebergSnapshotSensor
 from airflow_iceberg_provider.triggers.compaction import IcebergCompactionNeededTrigger
