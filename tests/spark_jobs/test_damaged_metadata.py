@@ -184,13 +184,12 @@ def _v3_table_with_both_kinds_of_deletes(testing_catalog, root: Path) -> tuple[s
 
 
 def _forget_what_this_process_read() -> None:
-    """Empty the process caches of manifests and delete files: the job runs as a new spark-submit process would,
-    not trusting what the ingests of this test process read before the damage."""
+    """Empty the process cache of delete files (a truncated Puffin file is read again, as a new spark-submit process
+    would). The manifest caches stay full on purpose: a conversion must not trust a manifest this process read before
+    it went missing."""
     from spark_jobs.engine.deletes.cache import delete_file_cache
-    from spark_jobs.engine.table.manifest_cache import manifest_cache, manifest_columns_cache
 
-    for cache in (manifest_cache(), manifest_columns_cache(), delete_file_cache()):
-        cache.clear()
+    delete_file_cache().clear()
 
 
 @pytest.mark.spark

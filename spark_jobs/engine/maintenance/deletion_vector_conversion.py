@@ -40,6 +40,7 @@ from pyiceberg.typedef import Record
 from spark_jobs.engine.commit.committer import CommitResult, commit_change
 from spark_jobs.engine.commit.producer import delete_quietly
 from spark_jobs.engine.commit.snapshot_change import SnapshotChange
+from spark_jobs.engine.maintenance.reachable_files import read_whole
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.scan_context import ROW_POSITION
 from spark_jobs.engine.planning.scan_planner import bind_row_filter, plan_scan
@@ -141,6 +142,7 @@ def plan_vector_conversion(
     snapshot = table.current_snapshot()
     if snapshot is None:
         return VectorConversionPlan(name, None, kind)
+    read_whole([snapshot], table.io, name)  # a manifest missing or damaged refuses the plan, cached or not
     schema = table.schema()
     row_filter, _ = bind_row_filter(table, schema, where, True)
     pruner = ManifestPruner(table.specs(), schema, row_filter, True)

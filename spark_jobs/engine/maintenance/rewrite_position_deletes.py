@@ -49,6 +49,7 @@ from spark_jobs.engine.compaction.options import (
     require_option,
 )
 from spark_jobs.engine.compaction.planner import order_by_job_order
+from spark_jobs.engine.maintenance.reachable_files import read_whole
 from spark_jobs.engine.planning.delete_index import PartitionKey, partition_key
 from spark_jobs.engine.planning.manifest_pruning import ManifestPruner
 from spark_jobs.engine.planning.scan_planner import bind_row_filter
@@ -238,6 +239,7 @@ def plan_position_delete_rewrite(
     version = table.metadata.format_version
     if snapshot is None:
         return PositionDeleteRewritePlan(name, None, version, options, 0)
+    read_whole([snapshot], table.io, name)  # a manifest missing or damaged refuses the plan, cached or not
     schema = table.schema()
     row_filter, _ = bind_row_filter(table, schema, where, True)
     pruner = ManifestPruner(table.specs(), schema, row_filter, True)
