@@ -10,7 +10,8 @@ Two forms of a manifest's entries are kept, each with its own bound:
    data file of a three-column table), bounded by ``ICEBERG_MANIFEST_COLUMNS_CACHE_MAX_BYTES`` (256 MiB), so a
    table of about 5 x 10^5 files is planned again from memory. Manifests not cached are decoded on a thread pool
    (DuckDB's decoding releases the GIL) a few at a time, in order, so a plan holds at most a window of decoded
-   manifests besides the cache.
+   manifests besides the cache. A plan whose manifests would not fit the bound together caches none of them
+   (extrapolated from the first one decoded): they would only evict each other.
 2. As pyiceberg objects (``cached_live_entries``), what commits rewrite: bounded by
    ``ICEBERG_MANIFEST_CACHE_MAX_BYTES`` (64 MiB, counted as ten times the file's size).
 """
@@ -63,15 +64,18 @@ def manifest_columns(
     """
     missing = [m for m in manifests if _entries_key(m) not in _COLUMNS_CACHE]
     use_duckdb = use_duckdb_for(missing)
+    admission = _Admission(sum(m.manifest_length for m in missing), _COLUMNS_CACHE.max_bytes)
 
     def load(manifest: ManifestFile) -> ManifestColumns:
-        def decode() -> tuple[ManifestColumns, int]:
-            decoded = decode_manifest(
-                manifest, io, partition_type_of(manifest.partition_spec_id), use_duckdb=use_duckdb
-            )
-            return decoded, decoded.nbytes
-
-        return _COLUMNS_CACHE.get_or_load(_entries_key(manifest), decode)
+        key = _entries_key(manifest)
+        cached = _COLUMNS_CACHE.get(key)
+        if cached is not None:
+            return cached
+        decoded = decode_manifest(manifest, io, partition_type_of(manifest.partition_spec_id), use_duckdb=use_duckdb)
+        admission.learn(decoded.nbytes, manifest.manifest_length)
+        if admission.admits:  # decided by the first manifest decoded, whichever thread finished it
+            _COLUMNS_CACHE.put(key, decoded, decoded.nbytes)
+        return decoded
 
     if len(missing) <= 1:
         for manifest in manifests:
@@ -90,6 +94,25 @@ def manifest_columns(
         if following is not None:
             window.append(pool.submit(load, following))
         yield decoded
+
+
+class _Admission:
+    """Whether one plan's manifests are worth caching: not when they cannot all stay (each would evict another
+    before the next plan asks for it, and the plan would hold the cache's bound on top of what it decodes).
+
+    The decoded size is extrapolated from the first manifest decoded (its columns' bytes per byte of Avro file)."""
+
+    def __init__(self, missing_file_bytes: int, max_bytes: int) -> None:
+        self.missing_file_bytes = missing_file_bytes
+        self.max_bytes = max_bytes
+        self.admits = True
+
+    def learn(self, decoded_bytes: int, file_bytes: int) -> None:
+        """Decide from the first decoded manifest (later ones do not change the decision)."""
+        if file_bytes > 0 and self.admits and self.missing_file_bytes:
+            estimate = decoded_bytes / file_bytes * self.missing_file_bytes
+            self.admits = estimate <= self.max_bytes
+            self.missing_file_bytes = 0  # decided
 
 
 def manifest_cache() -> BoundedCache:

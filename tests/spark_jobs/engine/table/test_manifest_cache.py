@@ -7,7 +7,14 @@ import pytest
 from pyiceberg.manifest import ManifestFile
 
 from spark_jobs.engine.planning.scan_planner import plan_scan
-from spark_jobs.engine.table.manifest_cache import cached_live_entries, cached_manifests, manifest_cache
+from spark_jobs.engine.table.manifest_cache import (
+    cached_live_entries,
+    cached_manifests,
+    manifest_cache,
+    manifest_columns,
+    manifest_columns_cache,
+)
+from spark_jobs.engine.table.manifest_columns import decode_manifest, partition_type_resolver
 from spark_jobs.engine.table.manifest_entries import (
     first_row_id,
     in_v3_list_layout,
@@ -99,3 +106,30 @@ def test_a_manifest_listed_with_another_first_row_id_is_not_served_its_old_row_i
 
     assert [first_row_id(entry.data_file) for entry in entries_first] == [100]
     assert [first_row_id(entry.data_file) for entry in entries_second] == [500]
+
+
+def test_a_plan_whose_manifests_cannot_all_stay_cached_keeps_what_the_cache_held(
+    table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for new_id in (4, 5):
+        table.append(pa.table({"id": pa.array([new_id], pa.int64())}))
+    table = table.refresh()
+    manifests = cached_manifests(table.current_snapshot(), table.io)
+    assert len(manifests) == 3
+    partition_type_of = partition_type_resolver(table)
+    cache = manifest_columns_cache()
+    cache.clear()
+    one = decode_manifest(manifests[0], table.io, partition_type_of(0), use_duckdb=False).nbytes
+    monkeypatch.setattr(cache, "max_bytes", int(one * 2.5))  # room for two of the three
+    cache.put("held before", "value", one)
+
+    decoded = list(manifest_columns(manifests, table.io, partition_type_of))
+
+    assert [columns.num_rows for columns in decoded] == [1, 1, 1]
+    assert cache.get("held before") == "value"  # not evicted by manifests that could not all stay
+    assert sum(key != "held before" for key in cache._entries) <= 1  # at most the first one, decided after it
+
+    monkeypatch.setattr(cache, "max_bytes", one * 10)  # room for all: each is cached
+    cache.clear()
+    list(manifest_columns(manifests, table.io, partition_type_of))
+    assert len(cache._entries) == 3
