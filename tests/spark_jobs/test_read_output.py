@@ -103,7 +103,7 @@ def test_a_read_that_fails_while_writing_leaves_no_output_and_its_retry_succeeds
     data_file = _local(next(iter(read.scan().plan_files())).file.file_path)
     moved = tmp_path / "moved.parquet"
     shutil.move(data_file, moved)  # the plan names it; the executor reading it fails during the write
-    with pytest.raises(Exception, match=r"No such file|FileNotFound|does not exist"):
+    with pytest.raises(Exception, match=r"No such file|FileNotFound|does not exist|is missing"):
         read_job.main(argv)
     assert not output.exists(), "a failed read left something at --output"
     assert list((tmp_path / "exports").iterdir()) == [], "the staging directory was left behind"
