@@ -74,6 +74,11 @@ def _row_order(key: tuple) -> tuple:
     )
 
 
+def _short(check: str, limit: int = 400) -> str:
+    """A check as one readable line (a result that lists every snapshot id is cut)."""
+    return check if len(check) <= limit else check[: limit - 1] + "…"
+
+
 def _timing_cell(record: dict[str, Any]) -> str:
     summary = record["summary"]
     text = f"{_seconds(summary.get('java_s'))} / {_seconds(summary.get('ours_s'))}"
@@ -247,7 +252,7 @@ def markdown(reports: list[dict[str, Any]]) -> str:
     )
     checks = [
         f"- {record['job']} {st.table_name(record['files'], record['shape'])} "
-        f"{' '.join(str(record.get(k)) for k in CASE_KEYS if record.get(k))}: {check}"
+        f"{' '.join(str(record.get(k)) for k in CASE_KEYS if record.get(k))}: {_short(check)}"
         for record in records
         for check in record.get("checks", [])
         if "DIFFER" in check or record["job"] in ("orphans", "expire", "upsert", "compact")
