@@ -106,13 +106,13 @@ class _Admission:
         self.missing_file_bytes = missing_file_bytes
         self.max_bytes = max_bytes
         self.admits = True
+        self.decided = missing_file_bytes == 0
 
     def learn(self, decoded_bytes: int, file_bytes: int) -> None:
         """Decide from the first decoded manifest (later ones do not change the decision)."""
-        if file_bytes > 0 and self.admits and self.missing_file_bytes:
-            estimate = decoded_bytes / file_bytes * self.missing_file_bytes
-            self.admits = estimate <= self.max_bytes
-            self.missing_file_bytes = 0  # decided
+        if file_bytes > 0 and not self.decided:
+            self.admits = decoded_bytes / file_bytes * self.missing_file_bytes <= self.max_bytes
+            self.decided = True
 
 
 def manifest_cache() -> BoundedCache:
