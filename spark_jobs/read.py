@@ -69,7 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--ref", help="read the head of this branch or tag")
     snapshot.add_argument("--as-of", help="read the snapshot current at this time (epoch ms or ISO-8601)")
     parser.add_argument("--columns", help="comma-separated columns to return, in this order (default: all)")
-    parser.add_argument("--filter", dest="row_filter", help='row filter in pyiceberg\'s syntax, e.g. "id > 5"')
+    parser.add_argument(
+        "--filter",
+        dest="row_filter",
+        help='row filter in pyiceberg\'s syntax with variant_get and st_intersects forms, e.g. "id > 5"',
+    )
     parser.add_argument("--output", help="where to write the result (a directory URI); required without --count")
     parser.add_argument("--count", action="store_true", help="print count(*) instead of writing rows")
     parser.add_argument(

@@ -91,9 +91,9 @@ class ReadOptions:
         row_filter: Any = self.row_filter
         if extra_filter is not None and not isinstance(extra_filter, AlwaysTrue):
             if row_filter:
-                from pyiceberg.expressions.parser import parse
+                from spark_jobs.engine.planning.filter_parsing import parse_row_filter
 
-                row_filter = And(parse(row_filter), extra_filter)
+                row_filter = And(parse_row_filter(row_filter), extra_filter)
             else:
                 row_filter = extra_filter
         return open_read_session(

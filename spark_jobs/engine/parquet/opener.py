@@ -455,7 +455,9 @@ def _prune_by_metadata(
         return
     leaf_of_field = field_statistics.leaf_of_field
     with metrics.timed("statistics"):
-        prune_by_statistics(plan, filter_node, field_statistics.bounds_of, metrics)
+        prune_by_statistics(
+            plan, filter_node, field_statistics.bounds_of, metrics, field_statistics.variant_path_bounds
+        )
     index_stream: Any = stream  # the index readers take any seekable stream
     with metrics.timed("page_index"):
         prune_by_page_index(

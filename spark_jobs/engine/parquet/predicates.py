@@ -7,6 +7,9 @@
 3. ``might_match`` decides for one leaf, from what metadata says about a set of rows (``ValueBounds``: row count,
    null count, lower and upper bound, whether NaN may hide outside the bounds), whether any row can match; it only
    answers False when no row can.
+   A variant-path comparison or a geo box test (``extended_predicates``) is a leaf whose ``condition`` says what
+   it tests; its bounds are those of the path's shredded column (``row_group_filter``), and it is never proven
+   for a whole row group.
 4. ``must_match`` is its dual: True only when every row matches, so a conjunct proven for a whole row group is not
    evaluated there (nor its columns read, unless they are output).
 
@@ -49,6 +52,13 @@ from pyiceberg.types import DoubleType, FloatType, PrimitiveType
 
 from spark_jobs.engine.parquet.file_columns import comparable_literal
 from spark_jobs.engine.shared.errors import InvalidFilterError
+from spark_jobs.engine.shared.extended_predicates import (
+    BoundSpatialPredicate,
+    BoundVariantPathPredicate,
+    SpatialCondition,
+    VariantPathCondition,
+)
+from spark_jobs.engine.shared.variant_paths import bounds_rule_out
 
 _OPERATION_OF_PREDICATE: dict[type, str] = {
     BoundEqualTo: "eq",
@@ -76,6 +86,8 @@ class ColumnPredicate:
     field_id: int
     field_type: PrimitiveType
     literals: tuple[Any, ...] = ()
+    # A variant-path comparison (operation "variant_path") or a geo box test ("spatial"): what it tests.
+    condition: VariantPathCondition | SpatialCondition | None = None
 
     @property
     def is_floating(self) -> bool:
@@ -126,6 +138,10 @@ def _translate(expression: BooleanExpression) -> FilterNode:
         return AnyOf((*_flatten(_translate(expression.left), AnyOf), *_flatten(_translate(expression.right), AnyOf)))
     if isinstance(expression, Not):
         raise InvalidFilterError(f"NOT left after rewrite_not in {expression!r}")
+    if isinstance(expression, BoundVariantPathPredicate | BoundSpatialPredicate):
+        field = expression.term.ref().field
+        kind = "variant_path" if isinstance(expression, BoundVariantPathPredicate) else "spatial"
+        return ColumnPredicate(kind, field.field_id, field.field_type, (), expression.condition)  # type: ignore[arg-type]
     if isinstance(expression, BoundPredicate):
         operation = _OPERATION_OF_PREDICATE.get(type(expression))
         if operation is None:
@@ -202,6 +218,8 @@ class ValueBounds:
 
 def might_match(predicate: ColumnPredicate, bounds: ValueBounds | None) -> bool:
     """False only when no row described by ``bounds`` can satisfy ``predicate``."""
+    if predicate.condition is not None:
+        return _extended_might_match(predicate.condition, bounds)
     if bounds is None:
         return True
     operation = predicate.operation
@@ -219,6 +237,20 @@ def might_match(predicate: ColumnPredicate, bounds: ValueBounds | None) -> bool:
         return _bounds_might_match(predicate, bounds)
     except TypeError:  # a bound of an unexpected type: be safe
         return True
+
+
+def _extended_might_match(condition: VariantPathCondition | SpatialCondition, bounds: ValueBounds | None) -> bool:
+    """A geo box test or a variant-path comparison (``bounds``: the path's shredded column, in the comparison's
+    domain) matches no NULL; a path's IS NULL may always match."""
+    if isinstance(condition, VariantPathCondition) and condition.operation == "is_null":
+        return True
+    if bounds is None:
+        return True
+    if bounds.is_all_null:
+        return False
+    if isinstance(condition, SpatialCondition):
+        return True
+    return not bounds_rule_out(condition.operation, bounds.lower, bounds.upper, condition.literals)
 
 
 def _bounds_might_match(predicate: ColumnPredicate, bounds: ValueBounds) -> bool:
@@ -257,7 +289,7 @@ def must_match_tree(node: FilterNode, leaf: Callable[[ColumnPredicate], bool]) -
 
 def must_match(predicate: ColumnPredicate, bounds: ValueBounds | None) -> bool:
     """True only when every row described by ``bounds`` satisfies ``predicate`` (so it need not be evaluated)."""
-    if bounds is None:
+    if bounds is None or predicate.condition is not None:
         return False
     operation = predicate.operation
     if operation == "is_null":

@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from spark_jobs.engine.parquet.access_plan import ALL_ROWS, RowSelection
+from spark_jobs.engine.parquet.extended_rows import extended_keep_mask
 from spark_jobs.engine.parquet.predicates import (
     ColumnPredicate,
     FilterNode,
@@ -50,6 +51,8 @@ def evaluate_rows(node: FilterNode, columns: Mapping[int, ArrowColumn], num_rows
 
 def leaf_keep_mask(predicate: ColumnPredicate, column: ArrowColumn) -> np.ndarray:
     """True where the column's value satisfies one leaf predicate (NULL rules as in ``predicates``)."""
+    if predicate.condition is not None:
+        return extended_keep_mask(predicate, column)
     numeric_result = _numpy_comparison(predicate, column)
     if numeric_result is not None:
         return numeric_result

@@ -119,6 +119,15 @@ class FileStatistics:
             found = self._bounds[key] = _decode_bounds(self.num_files, rows, values, field_type)
         return found
 
+    def raw_bounds(self, name: str, field_id: int) -> list[bytes | None]:
+        """``lower_bounds`` or ``upper_bounds`` of one field as the manifest holds them, one per file (None: none);
+        for types whose bounds are not single values (variant, geometry, geography)."""
+        rows, values = self._entries_for(name, field_id)
+        raw: list[bytes | None] = [None] * self.num_files
+        for row, value in zip(rows.tolist(), values.to_pylist(), strict=True):
+            raw[row] = value
+        return raw
+
     def _entries_for(self, name: str, field_id: int) -> tuple[np.ndarray, pa.Array]:
         """The files that have an entry for ``field_id`` in map column ``name``, and the entries' values."""
         column = self._maps.get(name)

@@ -11,7 +11,8 @@ boolean per file, computed over numpy arrays (``file_statistics``) instead of on
    prefix with the bounds truncated to its length.
 3. AND and OR combine masks; a file with no rows cannot match, a file whose row count is negative (unknown, from
    old writers) might.
-4. ``key_set_may_match`` answers "may this file hold any of these keys" for the upsert key scan: a key lies within
+4. Variant-path comparisons and geo box tests follow the rules of ``extended_metrics``.
+5. ``key_set_may_match`` answers "may this file hold any of these keys" for the upsert key scan: a key lies within
    a file's bounds, tested with one ``searchsorted`` over the sorted keys instead of an ``IN`` of thousands.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression, BoundTerm
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, BoundPredicate, BoundTerm
 from pyiceberg.expressions.literals import Literal
 from pyiceberg.expressions.visitors import BoundBooleanExpressionVisitor, bind, rewrite_not, visit
 from pyiceberg.schema import Schema
@@ -43,7 +44,9 @@ from pyiceberg.types import (
     TimeType,
 )
 
+from spark_jobs.engine.planning.extended_metrics import spatial_may_match, variant_path_may_match
 from spark_jobs.engine.planning.file_statistics import Bounds, FileStatistics
+from spark_jobs.engine.shared.extended_predicates import BoundSpatialPredicate, BoundVariantPathPredicate
 
 IN_PREDICATE_LIMIT = 200  # pyiceberg's (and Java's) limit past which IN is not checked against bounds
 
@@ -66,7 +69,7 @@ class MetricsFilter:
 
 
 def key_set_may_match(statistics: FileStatistics, field: NestedField, sorted_keys: np.ndarray) -> np.ndarray:
-    """For each file, False when no key of ``sorted_keys`` lies within its bounds for ``field`` (step 4).
+    """For each file, False when no key of ``sorted_keys`` lies within its bounds for ``field`` (step 5).
 
     Null keys are never in ``sorted_keys`` (an equality with null matches nothing); a file whose field holds only
     nulls cannot match; a missing or NaN bound proves nothing.
@@ -142,6 +145,16 @@ class _MetricsMasks(BoundBooleanExpressionVisitor[Any]):
         if not isinstance(field.field_type, PrimitiveType):
             raise ValueError(f"Expected PrimitiveType: {field.field_type}")
         return field.field_type, self._statistics.bounds(name, field.field_id, field.field_type)
+
+    def visit_bound_predicate(self, predicate: BoundPredicate) -> np.ndarray:
+        """Variant-path and geo box predicates by their own rules (``extended_metrics``), the others as pyiceberg's."""
+        if isinstance(predicate, BoundVariantPathPredicate):
+            return variant_path_may_match(
+                self._statistics, predicate, self.nulls_only(predicate.term.ref().field.field_id)
+            )
+        if isinstance(predicate, BoundSpatialPredicate):
+            return spatial_may_match(self._statistics, predicate, self.nulls_only(predicate.term.ref().field.field_id))
+        return super().visit_bound_predicate(predicate)
 
     def visit_true(self) -> np.ndarray:
         return self._all(True)

@@ -1,7 +1,8 @@
 """Plan a merge-on-read scan of one snapshot: which slices of which data files, with which deletes, in which task.
 
-1. Parse the row filter (pyiceberg's row-filter syntax, or an expression) and bind it to the read schema; a syntax
-   error or an unknown column is an ``InvalidFilterError`` naming the table.
+1. Parse the row filter (pyiceberg's row-filter syntax with variant-path and geo box forms, ``filter_parsing``; or
+   an expression) and bind it to the read schema; a syntax error, a malformed call, an unknown column or a column
+   of the wrong type is an ``InvalidFilterError`` naming the table.
 2. Select the data files and their deletes from the manifests, as columns (``file_selection``): partition
    summaries, partition values and column metrics prune; the delete index attaches to each data file exactly the
    deletes that apply; each file gets the identity-partition constants of its own spec. Manifests are read in
@@ -19,7 +20,6 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
-from pyiceberg.expressions.parser import parse
 from pyiceberg.expressions.visitors import bind
 from pyiceberg.manifest import ManifestEntry
 from pyiceberg.partitioning import PartitionSpec
@@ -30,6 +30,7 @@ from pyparsing import ParseException
 
 from spark_jobs.engine.planning.delete_index import AppliedDeletes
 from spark_jobs.engine.planning.file_selection import RemoteManifestReader, select_files
+from spark_jobs.engine.planning.filter_parsing import parse_row_filter
 from spark_jobs.engine.planning.planned_files import identity_partition_constants
 from spark_jobs.engine.planning.planning_mode import PlanningMode
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, ScanTask
@@ -124,7 +125,7 @@ def plan_scan(
 @functools.lru_cache(maxsize=256)
 def _parsed(row_filter: str) -> BooleanExpression:
     """A row filter's text parsed once per process (the parser costs milliseconds; warm plans ask again)."""
-    return parse(row_filter)
+    return parse_row_filter(row_filter)
 
 
 def bind_row_filter(
@@ -143,6 +144,10 @@ def bind_row_filter(
             raise InvalidFilterError(
                 f"row filter {row_filter!r} for table {table_name} does not parse at column {error.col}, {where}; "
                 "expected pyiceberg's row-filter syntax, e.g. \"category = 'a' AND id < 100\""
+            ) from None
+        except ValueError as error:
+            raise InvalidFilterError(
+                f"row filter {row_filter!r} for table {table_name} is not valid: {error}", argument="row_filter"
             ) from None
     else:
         unbound = row_filter

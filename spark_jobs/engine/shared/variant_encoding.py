@@ -60,6 +60,7 @@ class VariantMetadata:
         offsets = [_uint(encoded, 1 + size * (i + 1), size) for i in range(count + 1)]
         start = 1 + size * (count + 2)
         self.keys = [encoded[start + offsets[i] : start + offsets[i + 1]].decode() for i in range(count)]
+        self.length = start + offsets[-1]  # the dictionary's bytes (a serialized variant's value follows them)
         self._ids = {key: index for index, key in enumerate(self.keys)}
         self._appended = False
 
