@@ -7,7 +7,8 @@ that: ``NOT (x > 5)`` is ``x <= 5``, false on a NULL ``x`` (and on NaN), so NOT 
 2. Rewrite "not true" down the tree: AND becomes OR of the parts' "not true", OR becomes AND, the constants swap.
 3. At a leaf: IS NULL, NOT NULL, IS NAN and NOT NAN are never unknown, so their negation. Any other predicate is
    false on NULL (``parquet.predicates``' row semantics), so its negation OR the column IS NULL; on a float column,
-   ``<``, ``<=``, ``>``, ``>=``, ``=`` and IN are also false on NaN, so OR the column IS NAN as well.
+   ``<``, ``<=``, ``>``, ``>=``, ``=`` and IN are also false on NaN, so OR the column IS NAN as well. A
+   variant-path comparison or a geo box test says itself (``extended_predicates``: OR the path's value IS NULL).
 
 The result is unbound, by column name, for a scan context to bind like any row filter.
 """
@@ -41,6 +42,8 @@ from pyiceberg.expressions.visitors import rewrite_not
 from pyiceberg.schema import Schema
 from pyiceberg.types import DoubleType, FloatType
 
+from spark_jobs.engine.shared.extended_predicates import EXTENDED_BOUND_PREDICATES
+
 _NEVER_UNKNOWN = (BoundIsNull, BoundNotNull, BoundIsNaN, BoundNotNaN)
 _FALSE_ON_NAN = (BoundLessThan, BoundLessThanOrEqual, BoundGreaterThan, BoundGreaterThanOrEqual, BoundEqualTo, BoundIn)
 
@@ -65,6 +68,8 @@ def _not_true(expression: BooleanExpression, schema: Schema) -> BooleanExpressio
         name = schema.find_column_name(field.field_id)
         if name is None:
             raise ValueError(f"field id {field.field_id} of {expression} is not in the schema")
+        if isinstance(expression, EXTENDED_BOUND_PREDICATES):
+            return expression.not_true(name)
         negated = _unbound(~expression, name)
         if isinstance(expression, _NEVER_UNKNOWN):
             return negated

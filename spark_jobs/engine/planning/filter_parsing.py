@@ -172,7 +172,7 @@ def _spatial(call: str, arguments: list[str]) -> BooleanExpression:
     if ymin > ymax or not all(math.isfinite(value) for value in values):
         raise ValueError(f"st_makeenvelope({', '.join(corners)}) is not a box: ymin must not exceed ymax")
     condition = SpatialCondition(Box(xmin, ymin, xmax, ymax), intersects=call == "st_intersects")
-    return SpatialPredicate(Reference(_column(call, arguments[0])), condition)
+    return SpatialPredicate(term=Reference(_column(call, arguments[0])), condition=condition)
 
 
 def _variant_comparison(text: str, call: str, arguments: list[str], end: int) -> tuple[BooleanExpression, int]:
@@ -202,7 +202,7 @@ def _variant_comparison(text: str, call: str, arguments: list[str], end: int) ->
     except ValueError as error:
         raise ValueError(f"{call}(..., '{value_type.name}'): {error}") from None
     condition = VariantPathCondition(path_text, path, value_type, operation, parsed)
-    return VariantPathPredicate(Reference(column), condition), end
+    return VariantPathPredicate(term=Reference(column), condition=condition), end
 
 
 def _next_literal(text: str, start: int) -> tuple[Any, int]:

@@ -5,7 +5,9 @@ geometry or geography column, as pyiceberg predicates (unbound and bound) so eve
    each has its negation, so ``rewrite_not`` pushes NOT into them (SQL's rule: a NULL operand makes both false).
 2. ``VariantPathPredicate`` and ``SpatialPredicate`` are pyiceberg ``UnboundPredicate``s; binding checks the
    column's type (a variant; a geometry or geography) and gives their ``Bound...`` forms, which name the field.
-3. A partition transform never has these columns as its source (the spec allows none), so pyiceberg's inclusive
+3. ``not_true`` gives, by column name, the rows where a bound one is false or NULL (what an overwrite by filter
+   keeps): the negation, or the path's value (the geo value) NULL.
+4. A partition transform never has these columns as its source (the spec allows none), so pyiceberg's inclusive
    projection keeps files by them; metrics, row-group statistics and rows evaluate them where the engine does.
 """
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ConfigDict
-from pyiceberg.expressions import BooleanExpression, BoundPredicate, BoundTerm, UnboundPredicate
+from pyiceberg.expressions import BooleanExpression, BoundPredicate, BoundTerm, IsNull, Or, Reference, UnboundPredicate
 from pyiceberg.schema import Schema
 from pyiceberg.types import GeographyType, GeometryType
 
@@ -73,14 +75,69 @@ class SpatialCondition:
         return f"{name}({column}, st_makeenvelope({box.xmin}, {box.ymin}, {box.xmax}, {box.ymax}))"
 
 
-class VariantPathPredicate(UnboundPredicate):
-    """A comparison on a variant path, by column name (module doc, step 2)."""
+class _ByCondition:
+    """Negation, equality and text of a predicate by its condition and column (module doc, step 2)."""
+
+    term: Any
+    condition: Any
+
+    def column_name(self) -> str:
+        """The name of the column tested."""
+        raise NotImplementedError
+
+    def __invert__(self) -> Any:
+        """The negated condition on the same column."""
+        return type(self)(term=self.term, condition=self.condition.negated())  # type: ignore[call-arg]
+
+    def __eq__(self, other: object) -> bool:
+        """Same column and condition."""
+        return type(other) is type(self) and (self.term, self.condition) == (other.term, other.condition)
+
+    def __hash__(self) -> int:
+        """By what it spells."""
+        return hash((type(self).__name__, repr(self)))
+
+    def __repr__(self) -> str:
+        """The condition as a filter spells it."""
+        return str(self.condition.describe(self.column_name()))
+
+    def __str__(self) -> str:
+        """The condition as a filter spells it."""
+        return repr(self)
+
+
+class _UnboundCondition(_ByCondition, UnboundPredicate):
+    """A condition on a column by name."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    condition: VariantPathCondition
+    condition: Any
 
-    def __init__(self, term: Any, condition: VariantPathCondition, **_: Any) -> None:
+    def __init__(self, term: Any, condition: Any, **_: Any) -> None:
         super().__init__(term, condition=condition)
+
+    def column_name(self) -> str:
+        """The column's name as the filter gives it."""
+        return str(self.term.name)  # type: ignore[attr-defined]
+
+
+class _BoundCondition(_ByCondition, BoundPredicate):
+    """A condition on a bound field."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    condition: Any
+
+    def __init__(self, term: BoundTerm, condition: Any, **_: Any) -> None:
+        super().__init__(term, condition=condition)
+
+    def column_name(self) -> str:
+        """The bound field's name."""
+        return str(self.term.ref().field.name)
+
+
+class VariantPathPredicate(_UnboundCondition):
+    """A comparison on a variant path, by column name."""
+
+    condition: VariantPathCondition
 
     def bind(self, schema: Schema, case_sensitive: bool = True) -> BooleanExpression:
         """Bound to a variant column; ValueError for a column of another type."""
@@ -88,76 +145,39 @@ class VariantPathPredicate(UnboundPredicate):
         field = bound.ref().field
         if not is_variant(field.field_type):
             raise ValueError(f"variant_get needs a variant column; {field.name} is {field.field_type}")
-        return BoundVariantPathPredicate(bound, self.condition)
+        return BoundVariantPathPredicate(term=bound, condition=self.condition)
 
     @property
     def as_bound(self) -> type[BoundPredicate]:
         """The bound form."""
         return BoundVariantPathPredicate
 
-    def __invert__(self) -> BooleanExpression:
-        """The negated condition on the same column."""
-        return VariantPathPredicate(self.term, self.condition.negated())
 
-    def __eq__(self, other: Any) -> bool:
-        """Same column and condition."""
-        return isinstance(other, VariantPathPredicate) and (self.term, self.condition) == (other.term, other.condition)
-
-    def __repr__(self) -> str:
-        """The condition as a filter spells it."""
-        return self.condition.describe(str(self.term.name))  # type: ignore[attr-defined]
-
-    __str__ = __repr__
-
-    def __hash__(self) -> int:
-        """By what it spells."""
-        return hash((type(self).__name__, repr(self)))
-
-
-class BoundVariantPathPredicate(BoundPredicate):
+class BoundVariantPathPredicate(_BoundCondition):
     """A comparison on a variant path of a bound variant field."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
     condition: VariantPathCondition
-
-    def __init__(self, term: BoundTerm, condition: VariantPathCondition, **_: Any) -> None:
-        super().__init__(term, condition=condition)
 
     @property
     def as_unbound(self) -> type[UnboundPredicate]:
         """The unbound form."""
         return VariantPathPredicate
 
-    def __invert__(self) -> BooleanExpression:
-        """The negated condition on the same field."""
-        return BoundVariantPathPredicate(self.term, self.condition.negated())
-
-    def __eq__(self, other: Any) -> bool:
-        """Same field and condition."""
-        return isinstance(other, BoundVariantPathPredicate) and (self.term, self.condition) == (
-            other.term,
-            other.condition,
+    def not_true(self, column: str) -> BooleanExpression:
+        """The rows where this is false or NULL, on ``column``: the negation, or the path's value NULL."""
+        negated = VariantPathPredicate(term=Reference(column), condition=self.condition.negated())
+        if self.condition.operation in ("is_null", "not_null"):
+            return negated
+        return Or(
+            negated,
+            VariantPathPredicate(term=Reference(column), condition=replace(self.condition, operation="is_null")),
         )
 
-    def __repr__(self) -> str:
-        """The condition as a filter spells it."""
-        return self.condition.describe(self.term.ref().field.name)
 
-    __str__ = __repr__
+class SpatialPredicate(_UnboundCondition):
+    """A box test on a geometry or geography column, by column name."""
 
-    def __hash__(self) -> int:
-        """By what it spells."""
-        return hash((type(self).__name__, repr(self)))
-
-
-class SpatialPredicate(UnboundPredicate):
-    """A box test on a geometry or geography column, by column name (module doc, step 2)."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
     condition: SpatialCondition
-
-    def __init__(self, term: Any, condition: SpatialCondition, **_: Any) -> None:
-        super().__init__(term, condition=condition)
 
     def bind(self, schema: Schema, case_sensitive: bool = True) -> BooleanExpression:
         """Bound to a geo column; ValueError for another type, or a box that wraps on a geometry."""
@@ -173,40 +193,18 @@ class SpatialPredicate(UnboundPredicate):
                 f"the envelope's xmin {box.xmin} exceeds its xmax {box.xmax}: only a geography's box may wrap "
                 f"the antimeridian, and {field.name} is a geometry"
             )
-        return BoundSpatialPredicate(bound, self.condition)
+        return BoundSpatialPredicate(term=bound, condition=self.condition)
 
     @property
     def as_bound(self) -> type[BoundPredicate]:
         """The bound form."""
         return BoundSpatialPredicate
 
-    def __invert__(self) -> BooleanExpression:
-        """The negated test on the same column."""
-        return SpatialPredicate(self.term, self.condition.negated())
 
-    def __eq__(self, other: Any) -> bool:
-        """Same column and test."""
-        return isinstance(other, SpatialPredicate) and (self.term, self.condition) == (other.term, other.condition)
-
-    def __repr__(self) -> str:
-        """The test as a filter spells it."""
-        return self.condition.describe(str(self.term.name))  # type: ignore[attr-defined]
-
-    __str__ = __repr__
-
-    def __hash__(self) -> int:
-        """By what it spells."""
-        return hash((type(self).__name__, repr(self)))
-
-
-class BoundSpatialPredicate(BoundPredicate):
+class BoundSpatialPredicate(_BoundCondition):
     """A box test on a bound geometry or geography field."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
     condition: SpatialCondition
-
-    def __init__(self, term: BoundTerm, condition: SpatialCondition, **_: Any) -> None:
-        super().__init__(term, condition=condition)
 
     @property
     def as_unbound(self) -> type[UnboundPredicate]:
@@ -218,23 +216,10 @@ class BoundSpatialPredicate(BoundPredicate):
         """True for a geography column (x ranges may wrap the antimeridian)."""
         return isinstance(self.term.ref().field.field_type, GeographyType)
 
-    def __invert__(self) -> BooleanExpression:
-        """The negated test on the same field."""
-        return BoundSpatialPredicate(self.term, self.condition.negated())
-
-    def __eq__(self, other: Any) -> bool:
-        """Same field and test."""
-        return isinstance(other, BoundSpatialPredicate) and (self.term, self.condition) == (other.term, other.condition)
-
-    def __repr__(self) -> str:
-        """The test as a filter spells it."""
-        return self.condition.describe(self.term.ref().field.name)
-
-    __str__ = __repr__
-
-    def __hash__(self) -> int:
-        """By what it spells."""
-        return hash((type(self).__name__, repr(self)))
+    def not_true(self, column: str) -> BooleanExpression:
+        """The rows where this is false or NULL, on ``column``: the negated test, or the value NULL."""
+        is_null = IsNull(Reference(column))  # type: ignore[call-arg]
+        return Or(SpatialPredicate(term=Reference(column), condition=self.condition.negated()), is_null)
 
 
 EXTENDED_BOUND_PREDICATES = (BoundVariantPathPredicate, BoundSpatialPredicate)
