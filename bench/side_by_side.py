@@ -18,6 +18,7 @@
    Results go to ``bench/results/side_by_side_<date>.json`` and a Markdown table beside it.
 
     .venv/bin/python bench/side_by_side.py [--jobs scan,ingest,upsert,compact,rewrite,cold,first_read] [--rounds 3]
+        [--queries scan_full_none,scan_range_none] [--spark-parquet-reader on|off|both]
 
 The Java environment: ``--java-env project`` (default) is the project's (``tests.support.java_env``: pyspark 3.5
 and the official ``iceberg-spark-runtime`` jar from Maven Central, built on first use); ``--java-env recipe`` is
@@ -247,15 +248,25 @@ class SideBySide:
 
     def _scans(self, our_op: str, how: str) -> None:
         first = self.built["mor_pos_first_snapshot"]
-        for query in sbs.queries(self.args.rows):
+        chosen = set(self.args.queries.split(",")) if self.args.queries else None
+        readers = {"both": ("on", "off"), "on": ("on",), "off": ("off",)}[self.args.spark_parquet_reader]
+        for query, reader in [(q, r) for q in sbs.queries(self.args.rows) for r in readers]:
+            if chosen is not None and query.name not in chosen:
+                continue
             snapshot = first if query.at_first_snapshot else None
 
             def run_java(query: sbs.Query = query, snapshot: int | None = snapshot) -> Run:
                 return as_run(self.java.must("query", table=query.table, where=query.where_sql(), snapshot_id=snapshot))
 
-            def run_ours(query: sbs.Query = query, snapshot: int | None = snapshot) -> Run:
+            def run_ours(query: sbs.Query = query, snapshot: int | None = snapshot, reader: str = reader) -> Run:
                 return as_run(
-                    self.ours.must(our_op, table=query.table, row_filter=query.row_filter(), snapshot_id=snapshot)
+                    self.ours.must(
+                        our_op,
+                        table=query.table,
+                        row_filter=query.row_filter(),
+                        snapshot_id=snapshot,
+                        spark_parquet_reader=reader == "on",
+                    )
                 )
 
             def run_java112(query: sbs.Query = query, snapshot: int | None = snapshot) -> Run:
@@ -266,6 +277,9 @@ class SideBySide:
             description = f"count(*), sum(price) of {query.table}" + (" at its first snapshot" if snapshot else "")
             description += (f" where {query.where_sql()}" if query.k_range else "") + how
             name = query.name if our_op == "query" else query.name.replace("scan_", "aggregate_", 1)
+            if len(readers) > 1:  # both routes of ours in one run: the engine alone is the row named *_engine_only
+                name += "" if reader == "on" else "_engine_only"
+                description += "" if reader == "on" else " (ours: every file through the engine's reader)"
             self.rounds(JobResult(name, description), run_java, run_ours, check=same_answer, run_java112=run_java112)
 
     # ---------------------------------------------------------------- ingest
@@ -655,6 +669,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--jobs", default=",".join(JOB_GROUPS), help=f"comma list of {', '.join(JOB_GROUPS)}")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=sbs.ROWS)
+    parser.add_argument("--queries", help="comma list of scan queries to run (default: all), e.g. scan_full_none")
+    parser.add_argument(
+        "--spark-parquet-reader",
+        choices=("on", "off", "both"),
+        default="on",
+        help="ours: delete-free files through Spark's Parquet reader (on, the default), the engine alone (off), or "
+        "each query both ways in the same run (both: the engine-only rows are named *_engine_only)",
+    )
     parser.add_argument("--data-dir", type=Path, default=BENCH_DIR / "data" / "side_by_side")
     parser.add_argument("--java-env", choices=("project", "recipe"), default="project")
     parser.add_argument(

@@ -93,7 +93,9 @@ class OurRunner:
         from pyspark.sql import functions as F  # noqa: N812
 
         from spark_jobs.read import load
+        from spark_jobs.spark.plain_parquet import ENABLED_CONF
 
+        self.spark.conf.set(ENABLED_CONF, str(bool(request.get("spark_parquet_reader", True))).lower())
         frame = load(
             self.spark,
             sbs.CATALOG,

@@ -19,13 +19,15 @@ task has a fixed cost of a tenth of a second or more, so one task per slot is wh
 from __future__ import annotations
 
 import importlib.util
+import logging
 import pickle
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.accumulators import Accumulator, AccumulatorParam
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import BinaryType, StructField, StructType
 
 from spark_jobs.engine.planning.scan_context import ScanContext
@@ -37,6 +39,7 @@ from spark_jobs.spark.types import conform_batch, geo_types_enabled, spark_arrow
 if TYPE_CHECKING:  # the driver's session module: executors unpickling a read function need not import it
     from spark_jobs.engine.read.session import ReadSession
 
+log = logging.getLogger("spark_jobs.read")
 TASK_ROWS_SCHEMA = StructType([StructField("task binary", BinaryType(), nullable=False)])  # a pickled task per row
 # Work up to this size in all is closed over by a mapInArrow function rather than carried in its rows (task_rows).
 CLOSED_OVER_PAYLOAD_BYTES = 1024 * 1024
@@ -100,15 +103,63 @@ def task_payloads(batches: Iterator[pa.RecordBatch], closed_over: Sequence[bytes
 
 def dataframe_from_session(spark: SparkSession, session: ReadSession) -> DataFrame:
     """A DataFrame reading ``session``'s tasks (no executor counters: see ``counted_dataframe_from_session``)."""
-    return dataframe_from_tasks(spark, session.tasks, session.context)
+    return _session_frame(spark, session, counted=False)[0]
 
 
-def counted_dataframe_from_session(
-    spark: SparkSession, session: ReadSession
-) -> tuple[DataFrame, Accumulator[dict[str, int]]]:
-    """A DataFrame reading ``session``'s tasks, and the accumulator its executors add their counters to."""
-    accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam())
-    return _read_tasks(spark, session.tasks, session.context, accumulator), accumulator
+def counted_dataframe_from_session(spark: SparkSession, session: ReadSession) -> tuple[DataFrame, ReadCounters]:
+    """A DataFrame reading ``session``'s tasks, and the counters of the reads that run on the executors."""
+    return _session_frame(spark, session, counted=True)
+
+
+class ReadCounters:
+    """The executors' counters of a read, once its action ran: the engine tasks' (an accumulator) and, for the
+    files Spark's own reader took, how many and the rows they gave."""
+
+    def __init__(
+        self,
+        accumulator: Accumulator[dict[str, int]] | None,
+        plain_files: int = 0,
+        plain_rows: Observation | None = None,
+    ) -> None:
+        self.accumulator = accumulator
+        self.plain_files = plain_files
+        self.plain_rows = plain_rows
+
+    @property
+    def value(self) -> dict[str, int]:
+        """Every counter, summed."""
+        counters = dict(self.accumulator.value) if self.accumulator is not None else {}
+        if self.plain_rows is not None:
+            counters["data_files_read_by_spark"] = counters.get("data_files_read_by_spark", 0) + self.plain_files
+            counters["rows_out"] = counters.get("rows_out", 0) + int(self.plain_rows.get.get("rows") or 0)
+        return counters
+
+
+def _session_frame(spark: SparkSession, session: ReadSession, *, counted: bool) -> tuple[DataFrame, ReadCounters]:
+    """``session``'s rows: delete-free files through Spark's own Parquet reader where ``plain_parquet`` lets them,
+    the rest through the engine (``mapInArrow``), as one DataFrame."""
+    from spark_jobs.spark.plain_parquet import plain_frame, plain_route
+
+    accumulator = spark.sparkContext.accumulator(ScanMetrics().as_dict(), ScanMetricsParam()) if counted else None
+    route = plain_route(spark, session.tasks, session.context, session.table_schemas)
+    if route is None:
+        return _read_tasks(spark, session.tasks, session.context, accumulator), ReadCounters(accumulator)
+    engine_files = len({data_file_slice.path for task in route.engine_tasks for data_file_slice in task.slices})
+    log.info(
+        "%d data files read by Spark's Parquet reader (no delete applies), %d by the engine's reader (%d tasks)",
+        len(route.files),
+        engine_files,
+        len(route.engine_tasks),
+    )
+    plain = plain_frame(spark, route, session.context)
+    observation = Observation() if counted else None
+    if observation is not None:
+        plain = plain.observe(observation, F.count(F.lit(1)).alias("rows"))
+    counters = ReadCounters(accumulator, len(route.files), observation)
+    if not route.engine_tasks:
+        return plain, counters
+    engine = _read_tasks(spark, route.engine_tasks, session.context, accumulator)
+    return engine.union(plain), counters
 
 
 def dataframe_from_tasks(spark: SparkSession, tasks: Sequence[ScanTask], context: ScanContext) -> DataFrame:

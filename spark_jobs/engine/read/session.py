@@ -59,6 +59,8 @@ class ReadSession:
     context: ScanContext
     planning_seconds: float
     metrics: ScanMetrics = field(default_factory=ScanMetrics)
+    # Every schema of the table: which files a plain Parquet reader may read depends on them (``plain_files``).
+    table_schemas: tuple[Schema, ...] = ()
 
     @property
     def tasks(self) -> list[ScanTask]:
@@ -156,6 +158,7 @@ def open_read_session(
         context=context,
         planning_seconds=elapsed,
         metrics=metrics,
+        table_schemas=tuple(iceberg_table.metadata.schemas),
     )
     log.info(
         "planned %s at snapshot %s: %d tasks, %d data files (%d pruned), %d manifests (%d pruned) in %.2fs",

@@ -29,6 +29,9 @@ class ScanMetrics:
     data_files_pruned: int = 0
     delete_files_applied: int = 0
     tasks: int = 0
+    # Delete-free data files handed to the query engine's own Parquet reader (``read.plain_files``): their row
+    # groups, pages and bytes are that reader's and not counted below; their rows are in ``rows_out``.
+    data_files_read_by_spark: int = 0
     # Per-file access plan (executors)
     files_opened: int = 0
     footer_cache_hits: int = 0
