@@ -18,7 +18,7 @@
    Results go to ``bench/results/side_by_side_<date>.json`` and a Markdown table beside it.
 
     .venv/bin/python bench/side_by_side.py [--jobs scan,ingest,upsert,compact,rewrite,cold,first_read] [--rounds 3]
-        [--queries scan_full_none,scan_range_none] [--spark-parquet-reader on|off|both]
+        [--queries scan_full_none,scan_range_none] [--spark-parquet-reader on|off|both] [--ours-all-columns]
 
 The Java environment: ``--java-env project`` (default) is the project's (``tests.support.java_env``: pyspark 3.5
 and the official ``iceberg-spark-runtime`` jar from Maven Central, built on first use); ``--java-env recipe`` is
@@ -266,6 +266,7 @@ class SideBySide:
                         row_filter=query.row_filter(),
                         snapshot_id=snapshot,
                         spark_parquet_reader=reader == "on",
+                        all_columns=self.args.ours_all_columns,
                     )
                 )
 
@@ -276,6 +277,7 @@ class SideBySide:
 
             description = f"count(*), sum(price) of {query.table}" + (" at its first snapshot" if snapshot else "")
             description += (f" where {query.where_sql()}" if query.k_range else "") + how
+            description += " (ours: every column loaded, Spark aggregates)" if self.args.ours_all_columns else ""
             name = query.name if our_op == "query" else query.name.replace("scan_", "aggregate_", 1)
             if len(readers) > 1:  # both routes of ours in one run: the engine alone is the row named *_engine_only
                 name += "" if reader == "on" else "_engine_only"
@@ -670,6 +672,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rows", type=int, default=sbs.ROWS)
     parser.add_argument("--queries", help="comma list of scan queries to run (default: all), e.g. scan_full_none")
+    parser.add_argument(
+        "--ours-all-columns",
+        action="store_true",
+        help="ours: scans load every column and Spark aggregates price (a user's load() then agg), not price alone",
+    )
     parser.add_argument(
         "--spark-parquet-reader",
         choices=("on", "off", "both"),

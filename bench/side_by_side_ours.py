@@ -100,7 +100,7 @@ class OurRunner:
             self.spark,
             sbs.CATALOG,
             self.identifier(request["table"]),
-            columns=["price"],
+            columns=None if request.get("all_columns") else ["price"],
             row_filter=request.get("row_filter"),
             snapshot_id=request.get("snapshot_id"),
         )
