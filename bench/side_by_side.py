@@ -18,7 +18,7 @@
    Results go to ``bench/results/side_by_side_<date>.json`` and a Markdown table beside it.
 
     .venv/bin/python bench/side_by_side.py [--jobs scan,ingest,upsert,compact,rewrite,cold,first_read] [--rounds 3]
-        [--queries scan_full_none,scan_range_none] [--spark-parquet-reader on|off|both] [--ours-all-columns]
+        [--queries scan_full_none,scan_range_none] [--spark-parquet-reader on,forced,off] [--ours-all-columns]
 
 The Java environment: ``--java-env project`` (default) is the project's (``tests.support.java_env``: pyspark 3.5
 and the official ``iceberg-spark-runtime`` jar from Maven Central, built on first use); ``--java-env recipe`` is
@@ -60,6 +60,13 @@ JOB_GROUPS = (
     "cold_aggregate",
     "first_read",
 )
+
+# --spark-parquet-reader's ways for ours: the suffix of the row's name and of its description.
+READER_SUFFIXES = {
+    "on": ("", ""),
+    "forced": ("_split_forced", " (ours: delete-free files through Spark's reader whatever their size)"),
+    "off": ("_engine_only", " (ours: every file through the engine's reader)"),
+}
 
 
 class Runner:
@@ -249,7 +256,7 @@ class SideBySide:
     def _scans(self, our_op: str, how: str) -> None:
         first = self.built["mor_pos_first_snapshot"]
         chosen = set(self.args.queries.split(",")) if self.args.queries else None
-        readers = {"both": ("on", "off"), "on": ("on",), "off": ("off",)}[self.args.spark_parquet_reader]
+        readers = self.args.spark_parquet_reader
         for query, reader in [(q, r) for q in sbs.queries(self.args.rows) for r in readers]:
             if chosen is not None and query.name not in chosen:
                 continue
@@ -265,7 +272,8 @@ class SideBySide:
                         table=query.table,
                         row_filter=query.row_filter(),
                         snapshot_id=snapshot,
-                        spark_parquet_reader=reader == "on",
+                        spark_parquet_reader=reader != "off",
+                        spark_parquet_min_bytes=0 if reader == "forced" else None,
                         all_columns=self.args.ours_all_columns,
                     )
                 )
@@ -279,9 +287,9 @@ class SideBySide:
             description += (f" where {query.where_sql()}" if query.k_range else "") + how
             description += " (ours: every column loaded, Spark aggregates)" if self.args.ours_all_columns else ""
             name = query.name if our_op == "query" else query.name.replace("scan_", "aggregate_", 1)
-            if len(readers) > 1:  # both routes of ours in one run: the engine alone is the row named *_engine_only
-                name += "" if reader == "on" else "_engine_only"
-                description += "" if reader == "on" else " (ours: every file through the engine's reader)"
+            if len(readers) > 1:  # ours several ways in one run: *_engine_only, *_split_forced beside the default
+                name += READER_SUFFIXES[reader][0]
+                description += READER_SUFFIXES[reader][1]
             self.rounds(JobResult(name, description), run_java, run_ours, check=same_answer, run_java112=run_java112)
 
     # ---------------------------------------------------------------- ingest
@@ -679,10 +687,10 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--spark-parquet-reader",
-        choices=("on", "off", "both"),
-        default="on",
-        help="ours: delete-free files through Spark's Parquet reader (on, the default), the engine alone (off), or "
-        "each query both ways in the same run (both: the engine-only rows are named *_engine_only)",
+        type=lambda text: tuple(part.strip() for part in text.split(",")),
+        default=("on",),
+        help="ours, a comma list run in turn per query: on (delete-free files through Spark's Parquet reader by the "
+        "default rule, the default), forced (whatever their size), off (every file through the engine)",
     )
     parser.add_argument("--data-dir", type=Path, default=BENCH_DIR / "data" / "side_by_side")
     parser.add_argument("--java-env", choices=("project", "recipe"), default="project")
@@ -712,6 +720,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--results-name", help="file name stem under bench/results (default side_by_side_<date>)")
     args = parser.parse_args()
     args.data_dir = args.data_dir.resolve()
+    if set(args.spark_parquet_reader) - set(READER_SUFFIXES):
+        parser.error(f"--spark-parquet-reader takes {', '.join(READER_SUFFIXES)}")
     unknown = set(args.jobs.split(",")) - set(JOB_GROUPS)
     if unknown:
         parser.error(f"unknown jobs {sorted(unknown)}")

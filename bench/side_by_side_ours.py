@@ -93,9 +93,13 @@ class OurRunner:
         from pyspark.sql import functions as F  # noqa: N812
 
         from spark_jobs.read import load
-        from spark_jobs.spark.plain_parquet import ENABLED_CONF
+        from spark_jobs.spark.plain_parquet import ENABLED_CONF, MIN_BYTES_CONF
 
         self.spark.conf.set(ENABLED_CONF, str(bool(request.get("spark_parquet_reader", True))).lower())
+        if request.get("spark_parquet_min_bytes") is not None:
+            self.spark.conf.set(MIN_BYTES_CONF, str(int(request["spark_parquet_min_bytes"])))
+        else:
+            self.spark.conf.unset(MIN_BYTES_CONF)
         frame = load(
             self.spark,
             sbs.CATALOG,
