@@ -23,6 +23,7 @@ from typing import Any
 
 from pyiceberg.expressions import And, BooleanExpression, IsNull, Not, Or, Reference
 from pyiceberg.expressions.parser import parse
+from pyparsing import ParseException
 
 from spark_jobs.engine.shared.extended_predicates import (
     SpatialCondition,
@@ -43,21 +44,36 @@ _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
 
 def parse_row_filter(text: str) -> BooleanExpression:
-    """The unbound expression of a row filter (module doc); ParseException or ValueError when it does not parse."""
+    """The unbound expression of a row filter (module doc); ParseException (its position in ``text``) or
+    ValueError when it does not parse."""
     predicates: list[BooleanExpression] = []
-    pieces: list[str] = []
+    pieces: list[tuple[str, int]] = []  # (text given to pyiceberg, where it starts in ``text``)
     position = 0
     for start in _call_starts(text):
         if start < position:
             continue
         predicate, end = _extended_predicate(text, start)
-        pieces += [text[position:start], " " + _PLACEHOLDER.format(len(predicates)) + " IS NULL "]
+        pieces += [(text[position:start], position), (" " + _PLACEHOLDER.format(len(predicates)) + " IS NULL ", start)]
         predicates.append(predicate)
         position = end
     if not predicates:
         return parse(text)
-    pieces.append(text[position:])
-    return _substituted(parse("".join(pieces)), predicates)
+    pieces.append((text[position:], position))
+    substituted = "".join(piece for piece, _ in pieces)
+    try:
+        return _substituted(parse(substituted), predicates)
+    except ParseException as error:
+        raise ParseException(text, _original_position(pieces, error.loc), error.msg) from None
+
+
+def _original_position(pieces: list[tuple[str, int]], location: int) -> int:
+    """Where ``location`` in the joined pieces lies in the original text (a placeholder: its call's start)."""
+    offset = 0
+    for index, (piece, original) in enumerate(pieces):
+        if location < offset + len(piece):
+            return original if index % 2 else original + location - offset
+        offset += len(piece)
+    return pieces[-1][1] + len(pieces[-1][0])
 
 
 def _call_starts(text: str) -> list[int]:

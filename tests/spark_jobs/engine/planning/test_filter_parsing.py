@@ -7,6 +7,7 @@ from decimal import Decimal
 import pytest
 from pyiceberg.expressions import And, EqualTo, Not, Or
 from pyiceberg.expressions.parser import parse
+from pyparsing import ParseException
 
 from spark_jobs.engine.planning.filter_parsing import parse_row_filter
 from spark_jobs.engine.shared.extended_predicates import SpatialPredicate, VariantPathPredicate
@@ -66,3 +67,10 @@ def test_geo_box_tests():
 def test_malformed_calls_say_what_was_expected(text, reason):
     with pytest.raises(ValueError, match=reason):
         parse_row_filter(text)
+
+
+def test_a_syntax_error_beside_a_call_is_placed_in_the_text_as_written():
+    text = "variant_get(v, '$.a', 'int') > 1 AND id >>= 3"
+    with pytest.raises(ParseException) as caught:
+        parse_row_filter(text)
+    assert text[caught.value.loc :] == "id >>= 3"  # where pyiceberg's parser places it, in the text as written
