@@ -41,24 +41,29 @@ echo "[test] free disk under ${TMPDIR:-/tmp}: $(df -h --output=avail "${TMPDIR:-
 # The whole suite (no arguments): first the Spark job tests marked spark35 on Spark 3.5 (the Java environment's
 # pyspark 3.5), then a representative set (marked spark_lines, tests/spark_jobs/conftest.py) on Spark 4.1 (the
 # Iceberg 1.12 environment's pyspark) and on Spark 4.3 (a venv of pyspark 4.3 alone), then everything on the
-# project's Spark 4.2 (docs/development.md "Tests" says which and why). All must pass.
-spark_lines_failed=()
+# project's Spark 4.2 (docs/development.md "Tests" says which and why), with the Airflow-side set on Airflow 3.1 before
+# it. All must pass.
+other_passes_failed=()
 if [ "$#" -eq 0 ]; then
   echo "[test] the Spark job tests on Spark 3.5 (-m spark35)"
   python -m tests.support.java_env run -- python -m pytest -m spark35 tests/spark_jobs ||
-    spark_lines_failed+=("Spark 3.5 (exit $?)")
+    other_passes_failed+=("Spark 3.5 (exit $?)")
   for line in 1.12:4.1 spark4.3:4.3; do  # the java_env environment : its Spark line
     env="${line%%:*}" spark="${line#*:}"
     echo "[test] the representative Spark job tests on Spark $spark (-m spark_lines)"
     python -m tests.support.java_env --env "$env" run -- python -m pytest -m spark_lines tests/spark_jobs ||
-      spark_lines_failed+=("Spark $spark (exit $?)")
+      other_passes_failed+=("Spark $spark (exit $?)")
   done
+  # The Airflow-side tests' representative set (AIRFLOW_31_TESTS) on the oldest Airflow the provider supports, in
+  # a venv of its own built once per machine (tests/support/airflow_env_31.py).
+  echo "[test] the Airflow-side tests on Airflow 3.1"
+  python -m tests.support.airflow_env_31 tests || other_passes_failed+=("Airflow 3.1 (exit $?)")
   echo "[test] the whole suite on Spark 4.2"
 fi
 status=0
 python -m pytest "$@" || status=$?
-if [ "${#spark_lines_failed[@]}" -ne 0 ]; then
-  echo "[test] FAILED: the pass(es) on ${spark_lines_failed[*]} (their summaries are above the Spark 4.2 pass)" >&2
+if [ "${#other_passes_failed[@]}" -ne 0 ]; then
+  echo "[test] FAILED: the pass(es) on ${other_passes_failed[*]} (their summaries are above the Spark 4.2 pass)" >&2
   exit 1
 fi
 exit "$status"

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, conf
+from airflow.sdk import BaseSensorOperator
 
-from airflow_iceberg_provider.airflow_compat import AirflowException
+from airflow_iceberg_provider.airflow_compat import AirflowException, conf
 from airflow_iceberg_provider.source_files import marker_exists, marker_location
 from airflow_iceberg_provider.triggers.source_files import IcebergSourceFilesTrigger, storage_properties
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,4 +77,34 @@ def test_the_distribution_carries_license_notice_type_hints_and_a_documentation_
 
     from airflow.providers_manager import ProvidersManager
 
-    assert ProvidersManager().providers[PACKAGE_NAME].data["documentation-url"] == urls["Documentation"]
+    # Airflow 3.1 keeps the space after the comma of "Documentation, https://..." (3.2 strips it).
+    shown = ProvidersManager().providers[PACKAGE_NAME].data["documentation-url"]
+    assert shown.strip() == urls["Documentation"]
+
+
+def _airflow_cli_json(*args: str, home: Path) -> list[dict[str, Any]]:
+    """``airflow ARGS -o json`` run as a user would, in a fresh ``AIRFLOW_HOME``; its parsed output."""
+    env = {**os.environ, "AIRFLOW_HOME": str(home), "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("airflow")), *args, "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout[done.stdout.index("[") :])
+
+
+def test_the_cli_lists_the_provider_and_its_plugin(tmp_path: Path) -> None:
+    """``airflow providers list`` shows the package, and ``airflow plugins`` the plugin from its entry point with
+    the table health page in the navigation and the FastAPI app behind it."""
+    providers = _airflow_cli_json("providers", "list", home=tmp_path)
+    assert PACKAGE_NAME in {provider["package_name"] for provider in providers}
+    plugins = {plugin["name"]: plugin for plugin in _airflow_cli_json("plugins", home=tmp_path)}
+    plugin = plugins["iceberg_provider"]
+    assert PACKAGE_NAME in str(plugin["source"])
+    assert [app["url_prefix"] for app in plugin["fastapi_apps"]] == ["/iceberg"]
+    views = {view["name"]: view for view in plugin["external_views"]}
+    assert views["Iceberg table health"]["href"] == "/iceberg/health/"

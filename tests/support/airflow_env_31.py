@@ -101,22 +101,45 @@ def ensure(log=print) -> dict:
         fcntl.flock(lock, fcntl.LOCK_EX)
         found = load()
         if found is not None:
-            return found
+            return _with_current_package(found, root)
         venv = root / "venv"
         log(f"building Airflow {AIRFLOW_VERSION} venv in {venv}")
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
         python = venv / "bin" / "python"
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", *requirements()], check=True)
-        # The package itself, without its dependencies, for its entry points (provider info, plugin); its code is
-        # imported from the repository (``run`` puts it first on PYTHONPATH).
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(REPO_ROOT)], check=True)
+        _install_package(python)
         versions = subprocess.run(
             [str(python), "-c", _VERSIONS], check=True, capture_output=True, text=True
         ).stdout.strip()
-        record = {"venv": str(venv), "python": str(python), "versions": json.loads(versions)}
+        record = {
+            "venv": str(venv),
+            "python": str(python),
+            "versions": json.loads(versions),
+            "package": _package_digest(),
+        }
         (root / "env.json").write_text(json.dumps(record, indent=2))
         return record
+
+
+def _package_digest() -> str:
+    """A digest of ``pyproject.toml``: the package's entry points and metadata come from it."""
+    return hashlib.sha256((REPO_ROOT / "pyproject.toml").read_bytes()).hexdigest()[:12]
+
+
+def _install_package(python: Path) -> None:
+    """The package itself, without its dependencies: its entry points (provider info, plugin) and metadata; its
+    code is imported from the repository (``run`` puts it first on PYTHONPATH)."""
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(REPO_ROOT)], check=True)
+
+
+def _with_current_package(record: dict, root: Path) -> dict:
+    """``record``, its package re-installed first when ``pyproject.toml`` changed since (entry points, URLs)."""
+    if record.get("package") != _package_digest():
+        _install_package(Path(record["python"]))
+        record = {**record, "package": _package_digest()}
+        (root / "env.json").write_text(json.dumps(record, indent=2))
+    return record
 
 
 _VERSIONS = """
