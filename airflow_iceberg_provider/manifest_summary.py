@@ -4,11 +4,14 @@ The compaction sensor and trigger run in Airflow's triggerer, which has no Spark
 tables of 10^5-10^6 files:
 
 1. The snapshot's manifest list is read by pyiceberg (one small file).
-2. Each manifest is read by DuckDB's avro extension (loaded by path from its PyPI package, never downloaded) in one
-   SQL query that sums its live entries (status not DELETED) per partition and content: files, rows, bytes, files
-   under the small and the fragment size, and the data files' sizes as one list (a v1 manifest, which has no
-   content field, holds data files only). Local manifests are read in place; others are copied through the
-   table's FileIO into a private temporary folder first. The manifests' sums are added up per partition.
+2. The manifests of each partition spec are read together by DuckDB's avro extension (loaded by path from its PyPI
+   package, never downloaded) in one SQL query that sums their live entries (status not DELETED) per partition and
+   content: files, rows, bytes, files under the small and the fragment size, and the data files' sizes as one list.
+   DuckDB matches the files' fields by name (a field a manifest lacks reads as null: a v1 manifest has no content
+   field and holds data files only); where the first file lacks a field the query names, each manifest of the
+   spec is read alone. Local manifests are read in place; others are copied through the table's FileIO into a
+   private temporary folder first. The sums are added up per partition. The connection is kept per thread and
+   renewed after ``_CONNECTION_USES`` queries (DuckDB's allocator keeps what it once held).
 3. Each distinct partition's values become pyiceberg's (days for a date, microseconds for a time or timestamp),
    once per partition, for its name.
 
@@ -36,6 +39,8 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 _EXTENSION: dict[str, Any] = {}
 _LOCK = threading.Lock()
+_THREAD = threading.local()
+_CONNECTION_USES = 256
 
 _QUERY = """
 SELECT data_file.partition AS partition,
@@ -73,12 +78,15 @@ def summarize(table: Any, snapshot: Any, *, small: int, fragment: int) -> list[P
     if connection is None:
         return None
     manifests = list(snapshot.manifests(table.io))
+    by_spec: dict[int, list[str]] = {}
+    for manifest in manifests:
+        by_spec.setdefault(manifest.partition_spec_id, []).append(manifest.manifest_path)
     totals: dict[tuple[int, tuple[Any, ...], int], list[Any]] = {}
     with _local_copies(table.io, [manifest.manifest_path for manifest in manifests]) as local:
-        for manifest in manifests:
-            for row in _manifest_rows(connection, local[manifest.manifest_path], small, fragment):
+        for spec_id, paths in by_spec.items():
+            for row in _spec_rows(connection, [local[path] for path in paths], small, fragment):
                 partition, content, files, rows, size, small_files, fragment_files, sizes = row
-                key = (manifest.partition_spec_id, _pyiceberg_values(partition), int(content or 0))
+                key = (spec_id, _pyiceberg_values(partition), int(content or 0))
                 total = totals.setdefault(key, [0, 0, 0, 0, 0, []])
                 for index, value in enumerate((files, rows, size, small_files, fragment_files)):
                     total[index] += int(value or 0)
@@ -100,18 +108,43 @@ def summarize(table: Any, snapshot: Any, *, small: int, fragment: int) -> list[P
     return sums
 
 
-def _manifest_rows(connection: Any, path: str, small: int, fragment: int) -> list[tuple[Any, ...]]:
-    """The sums of one manifest's live entries (module doc, step 2)."""
-    parameters = {"manifest": path, "small": small, "fragment": fragment}
+def _spec_rows(connection: Any, paths: list[str], small: int, fragment: int) -> list[tuple[Any, ...]]:
+    """The sums of one spec's manifests' live entries (module doc, step 2): in one query, or one per manifest where
+    the first manifest lacks the content field."""
     try:
-        return list(connection.execute(_QUERY.format(content="data_file.content"), parameters).fetchall())
-    except Exception as error:  # a v1 manifest: no content field, data files only
-        if "content" not in str(error):
+        return _manifest_rows(connection, paths, small, fragment)
+    except Exception as error:
+        if "content" not in str(error) or len(paths) == 1:
+            raise
+        return [row for path in paths for row in _manifest_rows(connection, [path], small, fragment)]
+
+
+def _manifest_rows(connection: Any, paths: list[str], small: int, fragment: int) -> list[tuple[Any, ...]]:
+    """The sums of the live entries of ``paths``, manifests of one spec (module doc, step 2)."""
+    parameters = {"manifest": paths, "small": small, "fragment": fragment}
+    try:
+        return list(connection.execute(_QUERY.format(content="coalesce(data_file.content, 0)"), parameters).fetchall())
+    except Exception as error:  # one v1 manifest: no content field, data files only
+        if "content" not in str(error) or len(paths) != 1:
             raise
         return list(connection.execute(_QUERY.format(content="0"), parameters).fetchall())
 
 
 def _connection() -> Any:
+    """This thread's DuckDB connection with the avro extension, or None when it cannot load here (logged once);
+    renewed after ``_CONNECTION_USES`` uses (module doc, step 2)."""
+    held = getattr(_THREAD, "connection", None)
+    if held is not None and _THREAD.uses < _CONNECTION_USES:
+        _THREAD.uses += 1
+        return held
+    connection = _new_connection()
+    if held is not None:
+        held.close()
+    _THREAD.connection, _THREAD.uses = connection, 1
+    return connection
+
+
+def _new_connection() -> Any:
     """A new DuckDB connection with the avro extension, or None when it cannot load here (logged once)."""
     with _LOCK:
         if "available" not in _EXTENSION:

@@ -128,3 +128,54 @@ def test_duckdbs_sums_equal_the_entry_by_entry_reading(conformance_catalog, monk
     assert sorted(by_duckdb.data_file_sizes) == sorted(by_entries.data_file_sizes)
     assert by_duckdb.as_dict() == by_entries.as_dict()
     assert 0 < by_duckdb.small_data_files < by_duckdb.data_files or len(set(sizes)) == 1
+
+
+def test_a_spec_whose_manifests_differ_in_version_is_summed_exactly(sql_catalog, monkeypatch) -> None:
+    """A table upgraded from v1: its spec's manifests are read in one query (a v1 manifest's missing ``content``
+    reads as null: data files), or one by one where the v1 manifest comes first; the sums equal the entry-by-entry
+    reading either way."""
+    import pyarrow as pa
+
+    from airflow_iceberg_provider import compaction_stats, manifest_summary
+
+    sql_catalog.create_namespace("stats")
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "kind": ["a", "b", "a"]})
+    table = sql_catalog.create_table("stats.upgraded", rows.schema, properties={"format-version": "1"})
+    table.append(rows)
+    with table.transaction() as transaction:
+        transaction.upgrade_table_version(2)
+    table = sql_catalog.load_table("stats.upgraded")
+    table.append(rows)
+    table.append(rows.slice(0, 1))
+    queries: list[list[str]] = []
+    reading = manifest_summary._manifest_rows
+
+    def counted(connection, paths, *rest):
+        queries.append(list(paths))
+        return reading(connection, paths, *rest)
+
+    monkeypatch.setattr(manifest_summary, "_manifest_rows", counted)
+    by_duckdb = file_stats(table)
+    paths = queries[0]
+    assert [len(query) for query in queries] == [3]  # newest (v2) first: one query
+    monkeypatch.setattr(compaction_stats, "summarize", lambda *args, **kwargs: None)
+    by_entries = file_stats(table)
+    assert by_duckdb.as_dict() == by_entries.as_dict() and by_duckdb.data_files == 3
+
+    connection = manifest_summary._connection()
+    queries.clear()
+    oldest_first = manifest_summary._spec_rows(connection, paths[::-1], 1 << 30, 1 << 20)
+    assert [len(query) for query in queries] == [3, 1, 1, 1]  # the v1 manifest first: one by one
+    newest_first = manifest_summary._spec_rows(connection, paths, 1 << 30, 1 << 20)
+    assert oldest_first and _sums(oldest_first) == _sums(newest_first)
+
+
+def _sums(rows: list[tuple]) -> dict:
+    """Rows of ``_spec_rows`` added up per partition and content (one row per manifest, or one for all)."""
+    total: dict = {}
+    for partition, content, files, count, size, small, fragment, sizes in rows:
+        entry = total.setdefault((repr(partition), int(content or 0)), [0, 0, 0, 0, 0, []])
+        for index, value in enumerate((files, count, size, small, fragment)):
+            entry[index] += value
+        entry[5] = sorted([*entry[5], *(sizes or [])])
+    return total

@@ -23,6 +23,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -130,7 +131,11 @@ def _package_digest() -> str:
 def _install_package(python: Path) -> None:
     """The package itself, without its dependencies: its entry points (provider info, plugin) and metadata; its
     code is imported from the repository (``run`` puts it first on PYTHONPATH)."""
+    left = [REPO_ROOT / "build", REPO_ROOT / "airflow_iceberg_provider.egg-info"]
+    absent = [path for path in left if not path.exists()]
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(REPO_ROOT)], check=True)
+    for path in absent:  # what the build left in the checkout
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _with_current_package(record: dict, root: Path) -> dict:

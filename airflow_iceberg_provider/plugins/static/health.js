@@ -1,4 +1,5 @@
-// The table health page: the list of tables, then each table's health, six at a time, drawn as SVG charts.
+// The table health page: the list of tables, then their health in groups (GROUP tables per request, CONCURRENCY
+// requests at a time), each table drawn as SVG charts as its group arrives.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -8,7 +9,8 @@ const COLORS = {
 };
 const RULE_COLORS = { glue: "#f59e0b", amoro_fragments: "#dc2626", amoro_deletes: "#7c3aed" };
 const RULE_LABELS = { glue: "Glue", amoro_fragments: "Amoro fragments", amoro_deletes: "Amoro deletes" };
-const CONCURRENCY = 6;
+const CONCURRENCY = 3;
+const GROUP = 8;
 
 function el(name, attrs = {}, text) {
   const node = document.createElementNS(SVG, name);
@@ -202,18 +204,29 @@ function drawTable(card, health) {
   card.dataset.state = "drawn";
 }
 
-async function load(card, entry) {
-  const path = ["api", "tables", entry.catalog, ...entry.table.split(".")].map(encodeURIComponent).join("/");
+function fail(card, message) {
+  card.append(html("p", { class: "error" }, message));
+  card.dataset.state = "failed";
+}
+
+async function loadGroup(group) {
+  const wanted = group.map(([, entry]) => [entry.catalog, entry.namespace, entry.name]);
   try {
-    const answer = await fetch(path, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+    const answer = await fetch(`api/health?tables=${encodeURIComponent(JSON.stringify(wanted))}`, {
+      headers: { Accept: "application/json" }, credentials: "same-origin",
+    });
     if (!answer.ok) {
       const body = await answer.json().catch(() => ({}));
       throw new Error(body.detail || `${answer.status} ${answer.statusText}`);
     }
-    drawTable(card, await answer.json());
+    const { tables } = await answer.json();
+    group.forEach(([card], index) => {
+      const health = tables[index];
+      if (health && health.status === 200) drawTable(card, health);
+      else fail(card, (health && health.detail) || "no answer for this table");
+    });
   } catch (error) {
-    card.append(html("p", { class: "error" }, String(error.message || error)));
-    card.dataset.state = "failed";
+    for (const [card] of group) fail(card, String(error.message || error));
   }
 }
 
@@ -231,16 +244,17 @@ async function main() {
     list.append(card);
     return [card, entry];
   });
+  performance.mark("iceberg-tables-listed");
+  const groups = [];
+  for (let start = 0; start < cards.length; start += GROUP) groups.push(cards.slice(start, start + GROUP));
   let next = 0;
   async function worker() {
-    while (next < cards.length) {
-      const [card, entry] = cards[next++];
-      await load(card, entry);
-    }
+    while (next < groups.length) await loadGroup(groups[next++]);
   }
   await Promise.all(Array.from({ length: CONCURRENCY }, worker));
   const seconds = ((performance.now() - started) / 1000).toFixed(2);
   if (tables.length) status.textContent = `${tables.length} tables in ${seconds} s`;
+  performance.mark("iceberg-tables-drawn");
   document.body.dataset.loaded = String(tables.length);
   document.body.dataset.seconds = seconds;
 }

@@ -64,7 +64,9 @@ def test_the_page_runs_only_its_own_script(logged_in) -> None:
 
 def test_the_tables_the_dags_touch_and_each_ones_health(logged_in, health_table: str) -> None:
     listed = logged_in.get(f"{URL_PREFIX}/health/api/tables").json()["tables"]
-    assert {"catalog": "testing", "table": health_table, "dags": ["health_api_dag"]} in listed
+    namespace, name = health_table.split(".")
+    entry = {"catalog": "testing", "table": health_table, "namespace": namespace, "name": name}
+    assert {**entry, "dags": ["health_api_dag"]} in listed
     answer = logged_in.get(f"{URL_PREFIX}/health/api/tables/testing/health_api/events")
     assert answer.status_code == 200, answer.text
     health = answer.json()
@@ -87,3 +89,34 @@ def test_an_unknown_table_is_404_and_a_failing_catalog_echoes_no_credential(logg
     answer = logged_in.get(f"{URL_PREFIX}/health/api/tables/broken_catalog/ns/t")
     assert answer.status_code == 502
     assert secret not in answer.text and "could not be read" in answer.text
+
+
+def test_a_group_of_tables_is_answered_in_one_request_as_one_by_one(logged_in, health_table: str, monkeypatch) -> None:
+    """The page's grouped request: each table's answer equals its own request's; a missing table and a failing
+    catalog answer in their place (404, 502 without the credential), the others still drawn."""
+    secret = "s3cr3t-catalog-password"
+    connection = {"conn_type": "iceberg", "host": "http://127.0.0.1:9", "login": "client", "password": secret}
+    monkeypatch.setenv("AIRFLOW_CONN_BROKEN_GROUP", json.dumps(connection))
+    wanted = [["testing", "health_api", "events"], ["testing", "health_api", "missing"], ["broken_group", "ns", "t"]]
+    answer = logged_in.get(f"{URL_PREFIX}/health/api/health", params={"tables": json.dumps(wanted)})
+    assert answer.status_code == 200, answer.text
+    found, missing, broken = answer.json()["tables"]
+    alone = logged_in.get(f"{URL_PREFIX}/health/api/tables/testing/health_api/events").json()
+    assert found == {"status": 200, **alone}
+    assert (missing["status"], broken["status"]) == (404, 502)
+    assert "has no table health_api.missing" in missing["detail"] and secret not in answer.text
+
+
+@pytest.mark.parametrize(
+    "tables", ["not json", "[]", '[["testing", "ns"]]', '[["testing", "ns", 3]]', json.dumps([["c", "n", "t"]] * 26)]
+)
+def test_a_malformed_group_is_refused_saying_what_is_expected(logged_in, tables: str) -> None:
+    answer = logged_in.get(f"{URL_PREFIX}/health/api/health", params={"tables": tables})
+    assert answer.status_code == 400
+    assert "JSON list of at most 25 [catalog, namespace, table]" in answer.json()["detail"]
+
+
+def test_a_group_needs_a_session(api_app) -> None:
+    with _client(api_app, None) as client:
+        answer = client.get(f"{URL_PREFIX}/health/api/health", params={"tables": '[["testing", "a", "b"]]'})
+        assert answer.status_code == 401
