@@ -72,3 +72,14 @@ def test_geo_boxes_with_nulls_and_the_antimeridian():
     assert rows("st_disjoint(g, st_makeenvelope(0, 0, 5, 5))") == [3, 4, 5]  # the NULL matches neither
     assert rows("st_intersects(gg, st_makeenvelope(179, 0, -179, 2))") == [3, 4]
     assert rows("st_intersects(g, st_makeenvelope(-180, 0, 180, 2))") == [0, 3, 4, 6, 7]
+
+
+def test_a_column_of_points_and_one_of_other_shapes_answer_alike():
+    line = struct.pack("<BII", 1, 2, 2) + struct.pack("<dddd", 3, 3, 30, 30)  # not a point: read one by one
+    empty = point(float("nan"), float("nan"))
+    schema = Schema(NestedField(2, "g", GeometryType()))
+    node = translate_filter(bind(schema, parse_row_filter("st_disjoint(g, st_makeenvelope(0, 0, 5, 5))"), True))
+    points = pa.array([point(1, 1), empty, None, point(9, 9)], pa.binary())
+    mixed = pa.array([point(1, 1), empty, None, point(9, 9), line], pa.binary())
+    assert evaluate_rows(node, {2: points}, 4).tolist() == [False, True, False, True]
+    assert evaluate_rows(node, {2: mixed}, 5).tolist() == [False, True, False, True, False]
