@@ -48,7 +48,9 @@ class IcebergReadOperator(IcebergSparkJobOperator):
     :param ref: Read the head of this branch or tag. (templated)
     :param as_of: Read the snapshot current at this time: epoch milliseconds or ISO-8601. (templated)
     :param columns: Columns to return, a list or a comma-separated string (default: all). (templated)
-    :param row_filter: Row filter in pyiceberg's syntax, e.g. ``"id > 5"``. (templated)
+    :param row_filter: Row filter in pyiceberg's syntax, e.g. ``"id > 5"``, with the read job's variant-path and geo
+        box forms (``variant_get(v, '$.a', 'int') > 5``, ``st_intersects(g, st_makeenvelope(0, 0, 1, 1))``).
+        (templated)
     :param partition_key: Read only this partition: its path text as Iceberg names it on storage, the key of a
         partitioned asset event (``"{{ dag_run.partition_key }}"`` in a DAG scheduled on the table's partitioned
         asset). Turned into a row filter on the partition's source columns (``partition_filter``), and-ed with
