@@ -35,7 +35,15 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
 from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS
 from spark_jobs.engine.compaction.strategy import STRATEGIES
 from spark_jobs.job_failures import set_subject
-from spark_jobs.job_support import JobArgumentParser, UsageError, engine_on_executors, run_job, spark_session
+from spark_jobs.job_support import (
+    REWRITE_SIZE_OPTIONS,
+    JobArgumentParser,
+    UsageError,
+    add_rewrite_size_options,
+    engine_on_executors,
+    run_job,
+    spark_session,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -52,13 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--where", help="rewrite only files that may hold rows matching this pyiceberg row filter")
     parser.add_argument("--strategy", choices=STRATEGIES, help="binpack (default) or sort")
     parser.add_argument("--sort-order", help="sort: 'c1 [asc|desc] [nulls first|last], ...' or 'zorder(c1,c2,...)'")
-    parser.add_argument("--target-file-size-bytes", type=int, help="default: write.target-file-size-bytes or 512 MiB")
-    parser.add_argument("--min-file-size-bytes", type=int, help="default: 0.75 x target")
-    parser.add_argument("--max-file-size-bytes", type=int, help="default: 1.8 x target")
-    parser.add_argument("--min-input-files", type=int, help="default: 5")
+    add_rewrite_size_options(parser, "write.target-file-size-bytes or 512 MiB")
     parser.add_argument("--delete-file-threshold", type=int, help="default: 2147483647 (off)")
     parser.add_argument("--delete-ratio-threshold", type=float, help="default: 0.3")
-    parser.add_argument("--max-file-group-size-bytes", type=int, help="default: 100 GiB")
     parser.add_argument("--max-concurrent-file-group-rewrites", type=int, help="default: 5")
     parser.add_argument("--partial-progress", action="store_true", help="commit groups in batches as they finish")
     parser.add_argument("--max-commits", type=int, help="with --partial-progress: at most this many commits (10)")
@@ -99,13 +103,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     options = RewriteOptions.resolve(
         table.properties,
-        target_file_size_bytes=args.target_file_size_bytes,
-        min_file_size_bytes=args.min_file_size_bytes,
-        max_file_size_bytes=args.max_file_size_bytes,
-        min_input_files=args.min_input_files,
+        **{name: getattr(args, name) for name in REWRITE_SIZE_OPTIONS},
         delete_file_threshold=args.delete_file_threshold,
         delete_ratio_threshold=args.delete_ratio_threshold,
-        max_file_group_size_bytes=args.max_file_group_size_bytes,
         max_concurrent_file_group_rewrites=args.max_concurrent_file_group_rewrites,
         partial_progress_enabled=args.partial_progress,
         partial_progress_max_commits=args.max_commits,

@@ -90,9 +90,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the ingest job; returns the result the last stdout line carries."""
     from spark_jobs.engine.ingest.options import IngestOptions, check_options
     from spark_jobs.engine.shared.errors import UnsupportedFeatureError
-    from spark_jobs.spark.ingest import ingest_table, parquet_source_of, reads_source_files_directly
-    from spark_jobs.spark.ingest_source import explain_source_failure, read_source
-    from spark_jobs.spark.text_sources import table_types_of
+    from spark_jobs.engine.table.catalog import load_catalog
+    from spark_jobs.spark.ingest import ingest_table, open_source
+    from spark_jobs.spark.ingest_source import SourceRequest, explain_source_failure
 
     args = build_parser().parse_args(argv)
     set_subject(table=args.table, source=args.source)
@@ -115,29 +115,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         format_version=args.format_version,
     )
     check_options(options)
-    from spark_jobs.engine.table.catalog import load_catalog
-
-    storage_properties = dict(load_catalog(args.catalog).properties)
+    storage = dict(load_catalog(args.catalog).properties)
+    request = SourceRequest(args.source, args.source_format, args.sql, args.source_mode, storage)
     spark = spark_session(f"iceberg-ingest {args.table}")
     engine_on_executors(spark)
     log.info("source: %s (%s) ...", args.source, args.source_format)
     started = time.perf_counter()
-    source: Any = None
-    read = None
-    if args.source_format == "parquet" and not args.sql and reads_source_files_directly(options):
-        source = parquet_source_of(spark, args.catalog, args.source)  # None: not plain files, Spark reads them
-    if source is None:
-        read = read_source(
-            spark,
-            args.source,
-            args.source_format,
-            args.sql,
-            storage_properties,
-            mode=args.source_mode,
-            table_types=None if args.sql else table_types_of(args.catalog, args.table),
-            table=args.table,
-        )
-        source = read.frame
+    source, read = open_source(spark, args.catalog, args.table, options, request)
     read_seconds = time.perf_counter() - started
     log.info("source done in %.1f s", read_seconds)
     try:
@@ -145,15 +129,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     except UnsupportedFeatureError as error:
         raise UsageError(str(error)) from error
     except Exception as error:
-        unreadable = explain_source_failure(
-            spark,
-            error,
-            read,
-            table=args.table,
-            uri=args.source,
-            source_format=args.source_format,
-            storage_properties=storage_properties,
-        )
+        unreadable = explain_source_failure(spark, error, read, table=args.table, request=request)
         if unreadable is not None:
             raise UsageError(unreadable) from error
         raise

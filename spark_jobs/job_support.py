@@ -85,6 +85,37 @@ class JobArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number of bytes, at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more bytes, got {value}")
+    return value
+
+
+# The file size and group options of a rewrite (compact, rewrite-position-deletes), named as the options' fields.
+REWRITE_SIZE_OPTIONS = (
+    "target_file_size_bytes",
+    "min_file_size_bytes",
+    "max_file_size_bytes",
+    "min_input_files",
+    "max_file_group_size_bytes",
+)
+
+
+def add_rewrite_size_options(parser: argparse.ArgumentParser, target_default: str) -> None:
+    """Add ``REWRITE_SIZE_OPTIONS`` to ``parser`` (Java's option names); ``target_default`` says where the target
+    size comes from when not given."""
+    parser.add_argument("--target-file-size-bytes", type=int, help=f"default: {target_default}")
+    parser.add_argument("--min-file-size-bytes", type=int, help="default: 0.75 x target")
+    parser.add_argument("--max-file-size-bytes", type=int, help="default: 1.8 x target")
+    parser.add_argument("--min-input-files", type=int, help="default: 5")
+    parser.add_argument("--max-file-group-size-bytes", type=int, help="default: 100 GiB")
+
+
 def emit_result(result: dict[str, Any]) -> int:
     """Print the job's result as the last line of stdout (one JSON object)."""
     sys.stdout.flush()

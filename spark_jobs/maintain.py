@@ -41,7 +41,13 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
 
 from spark_jobs.engine.compaction.options import REWRITE_JOB_ORDERS
 from spark_jobs.job_failures import set_subject
-from spark_jobs.job_support import JobArgumentParser, UsageError, run_job
+from spark_jobs.job_support import (
+    REWRITE_SIZE_OPTIONS,
+    JobArgumentParser,
+    UsageError,
+    add_rewrite_size_options,
+    run_job,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
@@ -79,11 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         REWRITE_POSITION_DELETES, parents=[common], help="bin-pack position delete files, drop dangling positions"
     )
     deletes.add_argument("--where", help="only partitions that may hold rows matching this pyiceberg row filter")
-    deletes.add_argument("--target-file-size-bytes", type=int, help="default: write.delete.target-file-size-bytes")
-    deletes.add_argument("--min-file-size-bytes", type=int, help="default: 0.75 x target")
-    deletes.add_argument("--max-file-size-bytes", type=int, help="default: 1.8 x target")
-    deletes.add_argument("--min-input-files", type=int, help="default: 5")
-    deletes.add_argument("--max-file-group-size-bytes", type=int, help="default: 100 GiB")
+    add_rewrite_size_options(deletes, "write.delete.target-file-size-bytes")
     deletes.add_argument("--rewrite-all", action="store_true", help="rewrite every position delete file")
     deletes.add_argument("--rewrite-job-order", choices=REWRITE_JOB_ORDERS, help="order of file groups (none)")
     deletes.add_argument("--partial-progress", action="store_true", help="commit groups in batches")
@@ -100,64 +102,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run one maintenance action; returns the result the last stdout line carries."""
-    from spark_jobs.engine.jobs.maintain_job import MaintainResult, removal_action
+    from spark_jobs.engine.jobs.maintain_job import MaintainResult
     from spark_jobs.engine.table.catalog import load_catalog, load_table
-    from spark_jobs.engine.table.snapshots import parse_as_of
 
     args = build_parser().parse_args(argv)
     set_subject(table=args.table)
     started = time.perf_counter()
     table = load_table(load_catalog(args.catalog), args.table)
     snapshot_before = table.current_snapshot()
-    if args.action == CONVERT_EQUALITY_DELETES:
-        from spark_jobs.engine.jobs.maintain_job import convert_deletes_action
-
-        outcome = convert_deletes_action(table, "equality", where=args.where, dry_run=args.dry_run)
-    elif args.action in (REWRITE_POSITION_DELETES, REWRITE_MANIFESTS):
-        outcome = _rewrite(args, table)
-    else:
-        outcome = removal_action(
-            table,
-            args.action,
-            older_than_ms=parse_as_of(args.older_than) if args.older_than is not None else None,
-            retain_last=getattr(args, "retain_last", None),
-            allow_short_retention=getattr(args, "allow_short_retention", False),
-            dry_run=args.dry_run,
-        )
     return MaintainResult(
         action=args.action,
         table=".".join(table.name()),
         dry_run=args.dry_run,
         snapshot_id=snapshot_before.snapshot_id if snapshot_before is not None else None,
-        outcome=outcome,
+        outcome=_run_action(args, table),
         seconds=time.perf_counter() - started,
     ).as_json()
 
 
-def _rewrite(args: argparse.Namespace, table: Table) -> dict[str, Any]:
-    """A position delete or manifest rewrite from the arguments (``engine/jobs/maintain_job.py``)."""
-    from spark_jobs.engine.jobs.maintain_job import rewrite_manifests_action, rewrite_position_deletes_action
+def _run_action(args: argparse.Namespace, table: Table) -> dict[str, Any]:
+    """The action the arguments name, run by ``engine/jobs/maintain_job.py``; what the JSON line adds."""
+    from spark_jobs.engine.jobs import maintain_job as job
+    from spark_jobs.engine.maintenance.rewrite_position_deletes import PositionDeleteRewriteOptions
+    from spark_jobs.engine.table.snapshots import parse_as_of
 
+    if args.action == CONVERT_EQUALITY_DELETES:
+        return job.convert_deletes_action(table, "equality", where=args.where, dry_run=args.dry_run)
     if args.action == REWRITE_MANIFESTS:
         sort_by = [name.strip() for name in args.sort_by.split(",") if name.strip()] if args.sort_by else None
-        return rewrite_manifests_action(table, spec_id=args.spec_id, sort_by=sort_by, dry_run=args.dry_run)
-    from spark_jobs.engine.maintenance.rewrite_position_deletes import PositionDeleteRewriteOptions
-
-    if args.max_commits is not None and not args.partial_progress:
-        raise UsageError("spark_jobs/maintain.py: --max-commits needs --partial-progress")
-    options = PositionDeleteRewriteOptions.resolve(
-        table.properties,
-        target_file_size_bytes=args.target_file_size_bytes,
-        min_file_size_bytes=args.min_file_size_bytes,
-        max_file_size_bytes=args.max_file_size_bytes,
-        min_input_files=args.min_input_files,
-        max_file_group_size_bytes=args.max_file_group_size_bytes,
-        rewrite_all=args.rewrite_all or None,
-        rewrite_job_order=args.rewrite_job_order,
-        partial_progress_enabled=args.partial_progress or None,
-        partial_progress_max_commits=args.max_commits,
+        return job.rewrite_manifests_action(table, spec_id=args.spec_id, sort_by=sort_by, dry_run=args.dry_run)
+    if args.action == REWRITE_POSITION_DELETES:
+        if args.max_commits is not None and not args.partial_progress:
+            raise UsageError("spark_jobs/maintain.py: --max-commits needs --partial-progress")
+        options = PositionDeleteRewriteOptions.resolve(
+            table.properties,
+            **{name: getattr(args, name) for name in REWRITE_SIZE_OPTIONS},
+            rewrite_all=args.rewrite_all or None,
+            rewrite_job_order=args.rewrite_job_order,
+            partial_progress_enabled=args.partial_progress or None,
+            partial_progress_max_commits=args.max_commits,
+        )
+        return job.rewrite_position_deletes_action(table, options, where=args.where, dry_run=args.dry_run)
+    return job.removal_action(
+        table,
+        args.action,
+        older_than_ms=parse_as_of(args.older_than) if args.older_than is not None else None,
+        retain_last=getattr(args, "retain_last", None),
+        allow_short_retention=getattr(args, "allow_short_retention", False),
+        dry_run=args.dry_run,
     )
-    return rewrite_position_deletes_action(table, options, where=args.where, dry_run=args.dry_run)
 
 
 if __name__ == "__main__":

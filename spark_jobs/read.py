@@ -41,7 +41,7 @@ if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spa
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_jobs.job_failures import set_subject
-from spark_jobs.job_support import JobArgumentParser, UsageError, job_placement, run_job
+from spark_jobs.job_support import JobArgumentParser, UsageError, job_placement, non_negative_int, run_job
 
 OUTPUT_FORMATS = ("parquet", "csv")
 DEFAULT_DRIVER_MAX_BYTES = 128 * 1024 * 1024  # Iceberg's read.split.target-size default: one task's worth
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--split-size", type=int, help="target bytes per Spark task (default: the table's)")
     parser.add_argument(
         "--driver-max-bytes",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=DEFAULT_DRIVER_MAX_BYTES,
         help="a Parquet export to a local path, or the scan of --count or --aggregate, whose plan reads at most this"
         " many bytes of data and delete files runs in the driver without starting Spark (default: 128 MiB,"
@@ -103,17 +103,6 @@ def build_parser() -> argparse.ArgumentParser:
         " table's read.data-planning-mode / read.delete-planning-mode, else auto",
     )
     return parser
-
-
-def _non_negative_int(text: str) -> int:
-    """An argparse type: a whole number of at least 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more bytes, got {value}")
-    return value
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -149,22 +138,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return count_job(request, job_placement(args.driver_max_bytes, f"iceberg-count {args.table}")).as_json()
     if args.output is None:
         raise UsageError("spark_jobs/read.py: --output is required (or --count)")
+    from spark_jobs.engine.jobs.placement import export_may_run_in_driver  # no heavy import: Spark waits on it
+
     placement = job_placement(args.driver_max_bytes, f"iceberg-read {args.table}")
-    if not _may_run_in_driver(args):  # Spark starts while the engine is imported and the read planned
-        placement.rule_out_driver()
+    if not export_may_run_in_driver(args.output, args.output_format, args.driver_max_bytes):
+        placement.rule_out_driver()  # Spark starts while the engine is imported and the read planned
     from spark_jobs.engine.jobs.executor import ExportTarget
     from spark_jobs.engine.jobs.read_export import export_table
 
     target = ExportTarget(output=args.output, output_format=args.output_format, mode=args.mode)
     return export_table(request, target, placement).as_json()
-
-
-def _may_run_in_driver(args: argparse.Namespace) -> bool:
-    """Whether the arguments alone leave the driver route open: Parquet to a local path, a limit above 0."""
-    from spark_jobs.engine.jobs.export_location import local_path  # standard library only: Spark waits on this
-
-    local = local_path(str(args.output)) is not None
-    return args.driver_max_bytes > 0 and args.output_format == "parquet" and local
 
 
 if __name__ == "__main__":

@@ -1,49 +1,34 @@
-"""Ingest a Spark DataFrame into an Iceberg table: append, overwrite, or upsert/delete by key (merge-on-read).
+"""Spark's half of an ingest (``engine/jobs/ingest_job.py`` orchestrates it): the source's rows checked, written
+and matched by key on Spark.
 
-What to commit is decided in ``engine.ingest``; this module runs the Spark work around those decisions. The source
-is a DataFrame, or for an append or a dynamic overwrite of plain Parquet files a ``ParquetSource``
-(``parquet_source_of``), whose files the writing tasks read with pyarrow (nulls in required columns counted from
-the footers' statistics, or by the writers where the footers do not count them).
+The rows are a DataFrame, or for an append or a dynamic overwrite of plain Parquet files a ``ParquetSource``
+(``parquet_source_of``), whose files the writing tasks read with pyarrow through the executor seam (nulls in
+required columns counted from the footers' statistics, or by the writers where the footers do not count them).
+``SparkIngestRows`` is the engine's ``IngestRows`` on Spark:
 
-1. Load the table (or create it from the source's schema, ``engine.ingest.table_setup``); refuse tables we
-   cannot write (``commit.format_v3``). With an idempotency key already committed, stop and report that snapshot.
-2. Check the source schema against the table; with schema evolution the new schema is committed together with the
-   data. Check the source's rows on Spark: no null in a key or in a required field inside a struct; for upsert no
-   duplicate key. With a key and at most
-   ``SHIPPED_KEYS_MAX`` distinct keys, one job groups the batch by key and the driver checks the groups (nulls in
-   required columns too) and keeps the distinct keys for the key scan (``engine.ingest.batch_keys``).
-3. Write on the executors, by mode (the writers count nulls in required columns and write nothing more once they
-   find one: the job then fails as bad input, with the rows counted over every task, and its files are deleted):
-   - append: data files.
-   - overwrite with a filter: the files the filter may match are removed and their other rows (deletes applied,
-     read by the engine on the executors) rewritten with the new data; without a filter (dynamic): the new
-     data's partitions are replaced.
-   - upsert / delete: the rows of the table whose key is in the batch are deleted, with position delete files
-     (the key columns of the files that may hold the keys read with their positions, kept where the key is one
-     of the batch's collected keys, else joined with the batch's keys in Spark; the delete files say which data
-     files they name and how many positions they hold; on v3, deletion vectors instead, merged with each data
-     file's current one, which the commit removes)
-     or equality delete files (the keys; by the batch's partitions when the spec's source columns are keys, else
-     where the read found them); upsert also writes the batch as data files. On v3 with deletion vectors, a batch
-     row that replaces a table row keeps that row's ``_row_id`` (read with the keys' positions) and leaves its
-     ``_last_updated_sequence_number`` null, as Iceberg Java's MERGE does; a new key's row gets a new id.
-4. Commit one snapshot (``commit.committer``): append, overwrite or delete. Files of retried Spark tasks (named
-   with the job's write id, in no commit) are deleted whatever happens. On a failure that certainly committed
-   nothing, every file this job wrote is deleted; when the commit's outcome is unknown, none of the files the
-   commit names is (the committer recorded them beside the table).
+1. ``check``: no null in a key or in a required field inside a struct; for upsert no duplicate key. With a key and
+   at most ``SHIPPED_KEYS_MAX`` distinct keys, one job groups the batch by key and the driver checks the groups
+   (nulls in required columns too) and keeps the distinct keys for the key scan (``engine.ingest.batch_keys``).
+2. ``write``: data files, from the DataFrame (Spark's tasks, ``spark/write.py``) or straight from the Parquet
+   source files; ``write_with_kept``: an overwrite by filter's new rows and the table's rows it keeps (read by the
+   engine on the executors), in one union when their columns agree.
+3. ``write_keyed``: an upsert's or delete's deletes, by the strategy the table picks (``spark/row_level.py``:
+   position delete files, deletion vectors on v3, equality deletes by partition or where the keys were found),
+   then an upsert's rows. On v3 with deletion vectors, a batch row that replaces a table row keeps that row's
+   ``_row_id`` (read with the keys' positions) and leaves its ``_last_updated_sequence_number`` null, as Iceberg
+   Java's MERGE does; a new key's row gets a new id.
+
+``ingest`` and ``ingest_table`` run the engine's job on a Spark session's DataFrame (or ``ParquetSource``);
+``open_source`` is the job's source: a ``ParquetSource`` where the mode and files allow it, else Spark's read.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyiceberg.catalog import Catalog
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -52,47 +37,23 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import StructType as SparkStructType
 
-from spark_jobs.engine.commit.changed_partitions import changed_partitions
-from spark_jobs.engine.commit.committer import (
-    CommitOutcomeUnknownError,
-    CommitResult,
-    already_committed_result,
-    commit_change,
-    require_writable_format,
-)
-from spark_jobs.engine.commit.idempotency import committed_snapshot_for_key
-from spark_jobs.engine.commit.pending_commits import settled_quietly
-from spark_jobs.engine.commit.producer import delete_quietly
-from spark_jobs.engine.commit.snapshot_change import SnapshotChange
-from spark_jobs.engine.ingest.batch_keys import NULLS_PREFIX, ROWS_COLUMN, checked_batch_keys, key_bounds
-from spark_jobs.engine.ingest.changes import (
-    append_change,
-    for_commit,
-    overwrite_change,
-    row_level_change,
-    written_partitions,
-)
-from spark_jobs.engine.ingest.live_files import (
-    files_in_partitions,
-    files_that_may_hold_keys,
-    key_range_filter,
-    range_key_columns,
-    rows_to_keep,
-)
-from spark_jobs.engine.ingest.options import IngestOptions, check_options
-from spark_jobs.engine.ingest.result import IngestOutcome, IngestResult
-from spark_jobs.engine.ingest.table_setup import check_source_schema, load_or_create_table
-from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_LINEAGE, row_lineage_fields, with_row_lineage
+from spark_jobs.engine.ingest.batch_keys import NULLS_PREFIX, ROWS_COLUMN, checked_batch_keys
+from spark_jobs.engine.ingest.live_files import RowsToKeep, key_range_filter
+from spark_jobs.engine.ingest.options import IngestOptions
+from spark_jobs.engine.ingest.result import IngestResult
+from spark_jobs.engine.jobs import ingest_job
+from spark_jobs.engine.jobs.ingest_job import KeyedWrite, KeyedWriteResult, reads_source_files_directly
+from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_LINEAGE, with_row_lineage
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.table.catalog import load_catalog
 from spark_jobs.engine.write.file_entries import WrittenFile
-from spark_jobs.engine.write.job_files import delete_leftovers
 from spark_jobs.engine.write.parquet_source import ParquetSource, plan_parquet_source, source_summary
-from spark_jobs.engine.write.schema_check import SchemaCheck
 from spark_jobs.engine.write.write_context import WriteContext
+from spark_jobs.spark.ingest_source import SourceRead, SourceRequest, read_source
 from spark_jobs.spark.row_level import KeyMatch, choose_strategy
 from spark_jobs.spark.scan import dataframe_from_tasks
+from spark_jobs.spark.text_sources import table_types_of
 from spark_jobs.spark.types import arrow_schema_of, spark_types_of
 from spark_jobs.spark.write import (
     conform_dataframe,
@@ -100,23 +61,9 @@ from spark_jobs.spark.write import (
     write_parquet_source,
 )
 
-__all__ = ["IngestOptions", "IngestResult", "ingest", "ingest_table"]
+__all__ = ["IngestOptions", "IngestResult", "SparkIngestRows", "ingest", "ingest_table"]
 log = logging.getLogger(__name__)
 SHIPPED_KEYS_MAX = 1_000_000  # distinct batch keys collected to the driver and shipped to the key scan, at most
-
-
-@dataclass
-class _Job:
-    """One ingest's working set, passed between the mode functions."""
-
-    spark: SparkSession
-    table: Table
-    rows: DataFrame | ParquetSource  # a ParquetSource in append and dynamic overwrite only
-    options: IngestOptions
-    context: WriteContext
-    written: list[WrittenFile]
-    outcome: IngestOutcome
-    batch_keys: pa.Table | None = None  # the batch's distinct keys, collected by the checks (upsert and delete)
 
 
 def ingest(
@@ -126,7 +73,7 @@ def ingest(
     source: DataFrame | ParquetSource,
     options: IngestOptions,
 ) -> dict[str, Any]:
-    """Run one ingest (module doc) and return the job's result line (``ingest_table``'s, as JSON)."""
+    """Run one ingest on ``spark`` and return the job's result line (``ingest_table``'s, as JSON)."""
     return ingest_table(spark, catalog_name, identifier, source, options).as_json()
 
 
@@ -137,90 +84,153 @@ def ingest_table(
     source: DataFrame | ParquetSource,
     options: IngestOptions,
 ) -> IngestResult:
-    """Run one ingest (module doc) and return its result."""
-    check_options(options)
-    if isinstance(source, ParquetSource) and not reads_source_files_directly(options):
-        raise ValueError(f"a ParquetSource serves append and dynamic overwrite only, not --mode {options.mode}")
-    outcome = IngestOutcome()
-    started = time.perf_counter()
-    log.info("plan: %s into %s ...", options.mode, identifier)
-    catalog: Catalog = load_catalog(catalog_name)
-    table = load_or_create_table(catalog, identifier, _source_arrow_schema(source), options)
-    require_writable_format(table)
-    table_name = ".".join(table.name())
-    if options.idempotency_key is not None:
-        earlier = committed_snapshot_for_key(table, options.idempotency_key)
-        if earlier is not None:
-            log.info(
-                "idempotency key %r already committed in snapshot %s", options.idempotency_key, earlier.snapshot_id
-            )
-            settled_quietly(table)  # a record an earlier, undecided try of this key left is decided now
-            reported = already_committed_result(earlier)
-            return IngestResult.of(
-                table_name, options, reported, outcome, partitions=_partitions_changed(table, reported)
-            )
-    start_snapshot = table.current_snapshot()
-    start_id = start_snapshot.snapshot_id if start_snapshot else None
-    checked, collected_keys = _check_source(table, source, options)
-    outcome.phases["plan"] = time.perf_counter() - started
-    log.info("plan done in %.1f s (snapshot %s); write ...", outcome.phases["plan"], start_id)
-    context = WriteContext.for_table(table, schema=checked.schema)
-    rows: DataFrame | ParquetSource
-    if isinstance(source, ParquetSource) or options.mode == "delete":
-        rows = source  # the writer conforms Arrow batches itself
-    else:
-        rows = conform_dataframe(source, checked.schema, spark_types_of(checked.schema))
-    written: list[WrittenFile] = []
-    result: CommitResult | None = None
-    try:
-        started = time.perf_counter()
-        try:
-            change = _write(_Job(spark, table, rows, options, context, written, outcome, collected_keys))
-        except RequiredColumnNullsError as error:  # found by the writers (module doc, step 3)
-            raise RequiredColumnNullsError(error.null_counts, table=table_name) from error
-        outcome.phases["write"] = time.perf_counter() - started
-        log.info("write done in %.1f s (%d files); commit ...", outcome.phases["write"], len(written))
-        started = time.perf_counter()
-        if change is not None:
-            change = for_commit(change, table, options, checked)
-            result = commit_change(table, change, starting_snapshot_id=start_id, job="ingest")
-        outcome.phases["commit"] = time.perf_counter() - started
-        log.info("commit done in %.1f s", outcome.phases["commit"])
-    except CommitOutcomeUnknownError:
-        delete_leftovers(context.table_location, context.write_id, {item.file_path for item in written}, table.io)
-        raise
-    except BaseException:
-        # Nothing was committed: every file of the write goes (a file that cannot be deleted is logged by name).
-        delete_quietly(table, [item.file_path for item in written])
-        delete_leftovers(context.table_location, context.write_id, set(), table.io)
-        raise
-    committed = set() if result is None or result.already_committed else {item.file_path for item in written}
-    delete_leftovers(context.table_location, context.write_id, committed, table.io)
-    partitions = _partitions_changed(table, result)
-    return IngestResult.of(table_name, options, result, outcome, start_id=start_id, partitions=partitions)
+    """Run one ingest on ``spark`` (``engine/jobs/ingest_job.py``) and return its result."""
+    return ingest_job.ingest_table(catalog_name, identifier, SparkIngestRows(spark, source), options)
 
 
-def _partitions_changed(table: Table, result: CommitResult | None) -> list[dict[str, Any]] | None:
-    """The partitions the committed snapshot changed, read back from it; ``None`` (and a warning) when they cannot
-    be: the commit stands either way, and a snapshot an earlier try committed may have been expired since."""
-    if result is None:
-        return []
-    snapshot = table.metadata.snapshot_by_id(result.snapshot_id)
-    if snapshot is None:
-        log.warning("snapshot %s is no longer in the table: the partitions it changed are unknown", result.snapshot_id)
+class SparkIngestRows:
+    """The engine's ``IngestRows`` on Spark (module doc): a DataFrame, or a ``ParquetSource`` its tasks read."""
+
+    def __init__(self, spark: SparkSession, source: DataFrame | ParquetSource) -> None:
+        self.spark = spark
+        self.source = source
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The source's columns as an Arrow schema."""
+        if isinstance(self.source, ParquetSource):
+            return self.source.arrow_schema
+        return arrow_schema_of(self.source.schema)
+
+    @property
+    def reads_files_directly(self) -> bool:
+        """True for a ``ParquetSource``: the writing tasks read its files."""
+        return isinstance(self.source, ParquetSource)
+
+    def check(self, table: Table, key: Sequence[str], *, unique: bool, required: bool) -> pa.Table | None:
+        """The row checks (module doc, step 1): on Spark, or from the footers of a Parquet source; the batch's
+        distinct keys when one Spark job checked and collected them (``_grouped_batch_keys``)."""
+        table_name = ".".join(table.name())
+        required_names = [f.name for f in table.schema().fields if f.required]
+        if isinstance(self.source, ParquetSource):
+            counts = self.source.null_counts
+            with_nulls = {name: counts.get(name) or 0 for name in required_names if counts.get(name)}
+            if with_nulls:
+                raise RequiredColumnNullsError(with_nulls, table=table_name)
+            return None
+        frame = self.source
+        struct_fields = _has_required_struct_fields(table.schema())
+        if key and not struct_fields:
+            keys = _grouped_batch_keys(table, frame, list(key), unique, required_names if required else [])
+            if keys is not None:
+                return keys
+        if required and struct_fields:
+            # Top-level required columns are checked by the writers; with a required field inside a struct, one job
+            # here checks them all (a writer cannot tell a missing struct from one whose required field is null).
+            _check_required_columns(table_name, frame, table.schema())
+        if key:
+            _check_keys(table_name, frame, list(key), unique=unique)
         return None
-    try:
-        return changed_partitions(table, snapshot)
-    except Exception as error:  # reporting, not the commit: never fail a job that committed
-        log.warning(
-            "cannot read the partitions snapshot %s changed: %s: %s", result.snapshot_id, type(error).__name__, error
+
+    def conformed(self, schema: Schema) -> SparkIngestRows:
+        """The DataFrame cast and ordered as ``schema``; a ``ParquetSource`` as it is (its writer conforms batches)."""
+        if isinstance(self.source, ParquetSource):
+            return self
+        return SparkIngestRows(self.spark, conform_dataframe(self.source, schema, spark_types_of(schema)))
+
+    def write(self, context: WriteContext) -> list[WrittenFile]:
+        """The rows as data files, from the DataFrame or straight from the Parquet source files."""
+        if isinstance(self.source, ParquetSource):
+            return write_parquet_source(self.spark, self.source, context)
+        return write_dataframe(self.source, context)
+
+    def write_with_kept(self, keep: RowsToKeep, context: WriteContext, written: list[WrittenFile]) -> None:
+        """The new rows and the kept ones as data files, appended to ``written`` as each write ends."""
+        kept_rows = dataframe_from_tasks(self.spark, keep.tasks, keep.context)
+        kept_rows = conform_dataframe(kept_rows, context.schema, spark_types_of(context.schema))
+        new_rows = self._frame()
+        if _same_columns(new_rows, kept_rows):
+            written += write_dataframe(new_rows.unionByName(kept_rows, allowMissingColumns=True), context)
+        else:  # the new rows lack columns the writers fill with defaults, or hold WKB for geo columns: apart
+            written += write_dataframe(new_rows, context)
+            written += write_dataframe(kept_rows, context)
+
+    def key_range(self, key_schema: Schema, key_columns: Sequence[str]) -> BooleanExpression:
+        """The planner's filter for the batch's keys: within the (min, max) of each of ``key_columns``."""
+        return _batch_key_range(self._batch_keys(key_schema), list(key_columns))
+
+    def write_keyed(self, request: KeyedWrite, written: list[WrittenFile]) -> KeyedWriteResult:
+        """The deletes by the strategy the table picks, then an upsert's rows (keeping the replaced rows'
+        ``_row_id`` on v3 by position), appended to ``written`` as each write ends."""
+        rows = self._frame()
+        key = list(request.key)
+        batch_keys = self._batch_keys(request.table.schema().select(*key))
+        match = KeyMatch(
+            self.spark,
+            request.table,
+            request.context,
+            key,
+            batch_keys,
+            request.files,
+            request.shipped_keys,
+            request.keeps_row_ids,
         )
-        return None
+        deletes = choose_strategy(request.table, request.delete_mode, key, request.files).write_deletes(match)
+        written += deletes.written
+        if request.upsert:
+            if request.keeps_row_ids and deletes.matched_rows is not None:
+                matched = deletes.rows_deleted or 0
+                kept = _keeping_row_ids(rows, deletes.matched_rows, key, matched, request.context.schema)
+                written += write_dataframe(kept, request.context.storing_row_lineage())
+            else:
+                written += write_dataframe(rows, request.context)
+        if deletes.matched_rows is not None:
+            deletes.matched_rows.unpersist()
+        return KeyedWriteResult(
+            rows_deleted=deletes.rows_deleted,
+            required=deletes.required,
+            replaced_vectors=deletes.replaced_vectors,
+            replaced_position_deletes=deletes.replaced_position_deletes,
+        )
+
+    def _frame(self) -> DataFrame:
+        """The source as a DataFrame (modes that query the source never get a ParquetSource: ``ingest_job``)."""
+        if isinstance(self.source, ParquetSource):
+            raise TypeError("this mode needs the source as a DataFrame")
+        return self.source
+
+    def _batch_keys(self, key_schema: Schema) -> DataFrame:
+        """The batch's distinct keys, cast to the table's key types (as the join with the key scan needs them)."""
+        rows = self._frame()
+        key = [field.name for field in key_schema.fields]
+        table_key_types = spark_types_of(key_schema)
+        return (
+            rows.select(*[F.col(f"`{k}`").cast(rows.schema[k].dataType) for k in key])
+            .distinct()
+            .select(*[F.col(f"`{k}`").cast(table_key_types[k]).alias(k) for k in key])
+        )
 
 
-def reads_source_files_directly(options: IngestOptions) -> bool:
-    """True for the modes whose source rows only get written (a Parquet source may then skip Spark's reader)."""
-    return options.mode == "append" or (options.mode == "overwrite" and options.overwrite_filter is None)
+def open_source(
+    spark: SparkSession, catalog_name: str, identifier: str, options: IngestOptions, read: SourceRequest
+) -> tuple[DataFrame | ParquetSource, SourceRead | None]:
+    """The job's source: plain Parquet files as a ``ParquetSource`` when the mode only writes the rows and no
+    ``--sql`` queries them; else Spark's read (``ingest_source.read_source``), returned beside the rows."""
+    if read.source_format == "parquet" and not read.sql and reads_source_files_directly(options):
+        source = parquet_source_of(spark, catalog_name, read.uri)
+        if source is not None:
+            return source, None
+    done = read_source(
+        spark,
+        read.uri,
+        read.source_format,
+        read.sql,
+        read.storage_properties,
+        mode=read.mode,
+        table_types=None if read.sql else table_types_of(catalog_name, identifier),
+        table=identifier,
+    )
+    return done.frame, done
 
 
 def parquet_source_of(spark: SparkSession, catalog_name: str, uri: str) -> ParquetSource | None:
@@ -266,56 +276,8 @@ def _byte_size(text: str) -> int:
     return int(value)
 
 
-def _source_arrow_schema(source: DataFrame | ParquetSource) -> pa.Schema:
-    """The source's columns as an Arrow schema."""
-    return source.arrow_schema if isinstance(source, ParquetSource) else arrow_schema_of(source.schema)
-
-
-def _dataframe(rows: DataFrame | ParquetSource) -> DataFrame:
-    """The source as a DataFrame (modes that query the source never get a ParquetSource: see ``ingest``)."""
-    if isinstance(rows, ParquetSource):
-        raise TypeError("this mode needs the source as a DataFrame")
-    return rows
-
-
-def _write_rows(spark: SparkSession, rows: DataFrame | ParquetSource, context: WriteContext) -> list[WrittenFile]:
-    """Write the source rows as data files, from a DataFrame or straight from Parquet source files."""
-    if isinstance(rows, ParquetSource):
-        return write_parquet_source(spark, rows, context)
-    return write_dataframe(rows, context)
-
-
-def _check_source(
-    table: Table, source: DataFrame | ParquetSource, options: IngestOptions
-) -> tuple[SchemaCheck, pa.Table | None]:
-    """The schema check (in the engine), then the row checks: required columns and keys (on Spark, or from the
-    footers of a Parquet source). With a key, also the batch's distinct keys when they were collected (one Spark
-    job checks and collects them when there are at most ``SHIPPED_KEYS_MAX``: ``_grouped_batch_keys``)."""
-    table_name = ".".join(table.name())
-    checked = check_source_schema(table, _source_arrow_schema(source), options)
-    if isinstance(source, ParquetSource):
-        required = [f.name for f in table.schema().fields if f.required]
-        with_nulls = {name: source.null_counts.get(name) or 0 for name in required if source.null_counts.get(name)}
-        if with_nulls:
-            raise RequiredColumnNullsError(with_nulls, table=table_name)
-        return checked, None
-    required = [f.name for f in table.schema().fields if f.required] if options.mode != "delete" else []
-    struct_fields = _has_required_struct_fields(table.schema())
-    if options.key and not struct_fields:
-        keys = _grouped_batch_keys(table, source, options, required)
-        if keys is not None:
-            return checked, keys
-    if options.mode != "delete" and struct_fields:
-        # Top-level required columns are checked by the writers; with a required field inside a struct, one job
-        # here checks them all (a writer cannot tell a missing struct from one whose required field is null).
-        _check_required_columns(table_name, source, table.schema())
-    if options.key:
-        _check_keys(table_name, source, list(options.key), unique=options.mode == "upsert")
-    return checked, None
-
-
 def _grouped_batch_keys(
-    table: Table, source: DataFrame, options: IngestOptions, required: list[str]
+    table: Table, source: DataFrame, key: list[str], unique: bool, required: list[str]
 ) -> pa.Table | None:
     """Check the batch's rows and collect its distinct keys in one Spark job, or None (then Spark checks them).
 
@@ -324,7 +286,6 @@ def _grouped_batch_keys(
     ``SHIPPED_KEYS_MAX + 1`` groups are collected as Arrow; past that, or with a floating-point key column (Spark's
     join, which the key scan then keeps, equates NaN with NaN and -0.0 with 0.0), None.
     """
-    key = list(options.key)
     key_schema = table.schema().select(*key)
     if not _keys_compare_alike(key_schema):
         return None
@@ -346,9 +307,7 @@ def _grouped_batch_keys(
     if groups.num_rows > SHIPPED_KEYS_MAX:
         log.info("more than %d distinct keys: Spark checks the batch and joins it with the key scan", SHIPPED_KEYS_MAX)
         return None
-    return checked_batch_keys(
-        groups, key, unique=options.mode == "upsert", required=present, table_name=".".join(table.name())
-    )
+    return checked_batch_keys(groups, key, unique=unique, required=present, table_name=".".join(table.name()))
 
 
 def _check_required_columns(table_name: str, source: DataFrame, schema: Schema) -> None:
@@ -414,97 +373,12 @@ def _check_keys(table_name: str, source: DataFrame, key: list[str], *, unique: b
             )
 
 
-def _write(job: _Job) -> SnapshotChange | None:
-    """Write the files of the chosen mode (appending their descriptions to ``written``); the change to commit."""
-    if job.options.mode == "append":
-        job.written += _write_rows(job.spark, job.rows, job.context)
-        return append_change(job.written)  # an empty source commits nothing
-    if job.options.mode == "overwrite":
-        return _overwrite(job)
-    return _row_level(job)
-
-
-def _overwrite(job: _Job) -> SnapshotChange | None:
-    """Overwrite by filter (matching rows replaced) or dynamically (the new data's partitions replaced)."""
-    if job.options.overwrite_filter is not None:
-        keep = rows_to_keep(job.table, job.options.overwrite_filter)
-        context = job.context  # on v3 the kept rows keep their lineage; the new rows' is null (assigned on commit)
-        if row_lineage_fields(job.table):
-            context = _storing_row_lineage(context)
-        kept_rows = dataframe_from_tasks(job.spark, keep.tasks, keep.context)
-        kept_rows = conform_dataframe(kept_rows, context.schema, spark_types_of(context.schema))
-        new_rows = _dataframe(job.rows)
-        if _same_columns(new_rows, kept_rows):
-            job.written += write_dataframe(new_rows.unionByName(kept_rows, allowMissingColumns=True), context)
-        else:  # the new rows lack columns the writers fill with defaults, or hold WKB for geo columns: apart
-            job.written += write_dataframe(new_rows, context)
-            job.written += write_dataframe(kept_rows, context)
-        return overwrite_change(job.written, set(keep.removed_paths), kept_free=None)
-    job.written += _write_rows(job.spark, job.rows, job.context)
-    partitions = written_partitions(job.written)
-    return overwrite_change(job.written, files_in_partitions(job.table, partitions), kept_free=partitions)
-
-
 def _same_columns(new_rows: DataFrame, kept_rows: DataFrame) -> bool:
     """True when the new rows hold every column the kept rows do, of the same Spark type (nullability and the
     lineage columns aside): one union writes both."""
     new_types = {f.name: f.dataType.simpleString() for f in new_rows.schema.fields}
     lineage = {f.name for f in ROW_LINEAGE}
     return all(f.name in lineage or new_types.get(f.name) == f.dataType.simpleString() for f in kept_rows.schema)
-
-
-def _row_level(job: _Job) -> SnapshotChange | None:
-    """Upsert or delete by key: the deletes by the strategy the table picks (``spark/row_level.py``), then for an
-    upsert the batch's rows (keeping the replaced rows' ``_row_id`` on v3 by position)."""
-    table, options, context = job.table, job.options, job.context
-    rows = _dataframe(job.rows)
-    key = list(options.key)
-    key_schema = table.schema().select(*key)
-    table_key_types = spark_types_of(key_schema)
-    batch_keys = (
-        rows.select(*[F.col(f"`{k}`").cast(rows.schema[k].dataType) for k in key])
-        .distinct()
-        .select(*[F.col(f"`{k}`").cast(table_key_types[k]).alias(k) for k in key])
-    )
-    position_mode = options.delete_mode == "position"
-    columns = range_key_columns(key_schema)
-    key_range = (
-        _batch_key_range(batch_keys, columns)
-        if job.batch_keys is None
-        else key_range_filter(columns, key_bounds(job.batch_keys, columns) if columns else None)
-    )
-    files = files_that_may_hold_keys(
-        table, key, key_range, with_position_deletes=position_mode, batch_keys=job.batch_keys
-    )
-    # On v3 an upsert by position keeps each replaced row's _row_id in the row written in its place (as Iceberg
-    # Java's MERGE does); equality deletes read no row, so there the new rows get new ids (as the spec says).
-    keeps_row_ids = options.mode == "upsert" and position_mode and bool(row_lineage_fields(table))
-    match = KeyMatch(job.spark, table, context, key, batch_keys, files, job.batch_keys, keeps_row_ids)
-    deletes = choose_strategy(table, options.delete_mode, key, files).write_deletes(match)
-    job.written += deletes.written
-    job.outcome.rows_deleted = deletes.rows_deleted
-    if options.mode == "upsert":
-        if keeps_row_ids and deletes.matched_rows is not None:
-            kept = _keeping_row_ids(rows, deletes.matched_rows, key, deletes.rows_deleted or 0, context.schema)
-            job.written += write_dataframe(kept, _storing_row_lineage(context))
-        else:
-            job.written += write_dataframe(rows, context)
-    if deletes.matched_rows is not None:
-        deletes.matched_rows.unpersist()
-    return row_level_change(
-        job.written,
-        options,
-        deletes.required,
-        replaced_vectors=deletes.replaced_vectors,
-        replaced_position_deletes=deletes.replaced_position_deletes,
-        deletion_vectors=table.metadata.format_version >= 3,
-    )
-
-
-def _storing_row_lineage(context: WriteContext) -> WriteContext:
-    """``context`` writing data files that store each row's ``_row_id`` and ``_last_updated_sequence_number``
-    (null where the commit assigns them: a new row's id, the new sequence number)."""
-    return dataclasses.replace(context, schema_json=with_row_lineage(context.schema).model_dump_json())
 
 
 def _keeping_row_ids(

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql import DataFrame, SparkSession
+
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.job_failures import classify, exception_texts
 from spark_jobs.spark.text_sources import (
@@ -33,10 +35,22 @@ SOURCE_VIEW = "source"
 
 
 @dataclass(frozen=True)
+class SourceRequest:
+    """The job's source arguments: ``--source``, ``--source-format``, ``--sql``, ``--source-mode``, and the
+    catalog's storage properties (object stores read through pyarrow)."""
+
+    uri: str
+    source_format: str
+    sql: str | None
+    mode: str
+    storage_properties: dict[str, str]
+
+
+@dataclass(frozen=True)
 class SourceRead:
     """The source's rows, and for CSV and JSON how they were parsed (``text``: mode, schema, malformed rows)."""
 
-    frame: Any
+    frame: DataFrame
     text: TextSource | None = None
 
     @property
@@ -46,7 +60,7 @@ class SourceRead:
 
 
 def read_source(
-    spark: Any,
+    spark: SparkSession,
     uri: str,
     source_format: str,
     sql: str | None,
@@ -101,19 +115,12 @@ def _shown(sql: str) -> str:
 
 
 def explain_source_failure(
-    spark: Any,
-    error: Exception,
-    read: SourceRead | None,
-    *,
-    table: str,
-    uri: str,
-    source_format: str,
-    storage_properties: dict[str, str],
+    spark: SparkSession, error: Exception, read: SourceRead | None, *, table: str, request: SourceRequest
 ) -> str | None:
     """The one-line reason naming the source file (and line) a failed write could not read, or None (step 3)."""
     if read is not None and read.text is not None:
         return malformed_row_failure(spark, error, read.text, table)
-    unreadable = unreadable_source_file(error, uri, source_format, storage_properties)
+    unreadable = unreadable_source_file(error, request.uri, request.source_format, request.storage_properties)
     return f"table {table}: {unreadable}" if unreadable else None
 
 
@@ -134,7 +141,7 @@ def unreadable_source_file(
     return unreadable_parquet_source(uri, storage_properties)
 
 
-def check_query_over_source(spark: Any, sql: str) -> None:
+def check_query_over_source(spark: SparkSession, sql: str) -> None:
     """Refuse ``sql`` unless it is one query that reads the view ``source`` only (module doc)."""
     shown = _shown(sql)
     try:

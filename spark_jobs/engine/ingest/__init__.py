@@ -1,4 +1,5 @@
-"""What an ingest commits, decided on the driver; ``spark_jobs.spark.ingest`` runs the Spark work around it.
+"""What an ingest commits, decided on the driver; ``engine.jobs.ingest_job`` runs the job around it (its rows on
+Spark: ``spark_jobs.spark.ingest``).
 
 1. ``options``: the modes (append, overwrite, upsert, delete), their options and the combinations refused.
 2. ``table_setup``: the table created from the source's schema when allowed (format v2, layout), and the source's

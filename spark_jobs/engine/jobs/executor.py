@@ -14,7 +14,8 @@ Spark's executors (``spark/executor.py``: one Spark task per planned task) and t
   process's).
 - Spark's executor also collects the keys an upsert or delete matches (``SparkExecutor.task_frame``: the rows of
   planned key-scan tasks as a DataFrame that Spark joins and writes, never brought to the driver); the ingest has
-  no driver route, so this process's executor has no counterpart.
+  no driver route, so this process's executor has no counterpart. The ingest job (``ingest_job.py``) reaches
+  these through its rows (``IngestRows``, Spark's in ``spark/ingest.py``): the job decides, the rows run.
 Both implementations read with ``read.task_scan`` and report the same counters, so a job's result is the same
 wherever it ran; its ``ran_in`` says where. Where the tasks run is decided once per job (``placement.py``).
 """

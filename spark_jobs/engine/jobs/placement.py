@@ -4,7 +4,8 @@ Spark's fixed cost (a SparkContext, a Python worker per task) is seconds; a read
 the driver that already planned it. The decision is one value, ``Placement.route``, set at most once and as early as
 the facts allow, so that Spark, when it is needed, starts beside the planning rather than after it:
 
-1. From the arguments alone (``rule_out_driver``: ``--driver-max-bytes 0``, CSV output, a remote output).
+1. From the arguments alone (``export_may_run_in_driver``, else ``rule_out_driver``: ``--driver-max-bytes 0``,
+   CSV output, a remote output).
 2. From the snapshot, once the table is loaded (``spark_needed_before_planning``: no filter, and the snapshot's
    files exceed the limit).
 3. From the plan (``decide`` with a reason only the plan shows, or ``decide_for_scan`` by the planned bytes,
@@ -50,6 +51,14 @@ def planned_bytes(tasks: Iterable[ScanTask]) -> int:
             if vector is not None:
                 delete_files[(vector.path, vector.content_offset)] = vector.content_size_in_bytes
     return total + sum(delete_files.values())
+
+
+def export_may_run_in_driver(output: str, output_format: str, max_bytes: int) -> bool:
+    """Whether the arguments alone leave an export's driver route open (step 1): Parquet to a local path, a limit
+    above 0 (the standard library only is imported: Spark, when ruled in, starts without waiting on it)."""
+    from spark_jobs.engine.jobs.export_location import local_path
+
+    return max_bytes > 0 and output_format == "parquet" and local_path(output) is not None
 
 
 def spark_needed_before_planning(snapshot: Snapshot | None, row_filter: str | None, max_bytes: int) -> bool:

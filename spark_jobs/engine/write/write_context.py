@@ -10,6 +10,7 @@ write id and the task's tag, so every file a job wrote can be found (and deleted
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
 from collections.abc import Iterable
@@ -26,6 +27,7 @@ from pyiceberg.table.locations import LocationProvider, load_location_provider
 from pyiceberg.table.sorting import SortOrder
 from pyiceberg.typedef import Record
 
+from spark_jobs.engine.planning.scan_context import with_row_lineage
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError
 from spark_jobs.engine.shared.storage import file_io_properties
 from spark_jobs.engine.write.arrow_schema import conform_to_schema, file_arrow_schema, stored_schema
@@ -69,6 +71,12 @@ class WriteContext:
     def schema(self) -> Schema:
         """The schema data files are written with."""
         return Schema.model_validate_json(self.schema_json)
+
+    def storing_row_lineage(self) -> WriteContext:
+        """This context writing data files that also store each row's ``_row_id`` and
+        ``_last_updated_sequence_number`` (null where the commit assigns them: a new row's id, the new sequence
+        number); the same write id."""
+        return dataclasses.replace(self, schema_json=with_row_lineage(self.schema).model_dump_json())
 
     @cached_property
     def file_schema(self) -> pa.Schema:

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from spark_jobs.engine.commit.producer import CommitConflictError
+from spark_jobs.engine.jobs import ingest_job
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.spark import ingest as spark_ingest
@@ -225,7 +226,7 @@ def test_an_upsert_losing_to_a_concurrent_append_fails_and_leaves_no_file(spark,
     table = _table_name("race")
     ingest(spark, CATALOG, table, _frame(spark, _rows(range(4))), IngestOptions(mode="append", create_if_missing=True))
     files_before = _table_files(testing_catalog, table)
-    real_commit = spark_ingest.commit_change
+    real_commit = ingest_job.commit_change
 
     def commit_after_a_concurrent_append(table_object, change, **kwargs):
         import pyarrow as pa
@@ -243,7 +244,7 @@ def test_an_upsert_losing_to_a_concurrent_append_fails_and_leaves_no_file(spark,
         )
         return real_commit(table_object, change, **kwargs)
 
-    monkeypatch.setattr(spark_ingest, "commit_change", commit_after_a_concurrent_append)
+    monkeypatch.setattr(ingest_job, "commit_change", commit_after_a_concurrent_append)
     with pytest.raises(CommitConflictError, match="added data file"):
         ingest(spark, CATALOG, table, _frame(spark, _rows([1, 2], "v2")), IngestOptions(mode="upsert", key=("id",)))
     loaded = testing_catalog.load_table(table)

@@ -12,6 +12,7 @@ from pyiceberg.manifest import ManifestContent
 
 from spark_jobs import compact as compact_job
 from spark_jobs.engine.commit.producer import CommitConflictError
+from spark_jobs.engine.jobs import ingest_job
 from spark_jobs.engine.planning.scan_tasks import DeletionVector
 from spark_jobs.engine.read.session import open_read_session
 from spark_jobs.engine.shared.errors import EngineError
@@ -207,13 +208,13 @@ def test_a_v3_upsert_losing_to_a_compaction_fails_and_writes_nothing(spark, test
     _create(spark, table, range(10))
     ingest(spark, CATALOG, table, _frame(spark, range(10, 20)), IngestOptions(mode="append"))
     ingest(spark, CATALOG, table, _frame(spark, [5]), IngestOptions(mode="delete", key=("id",)))
-    real_commit = spark_ingest.commit_change
+    real_commit = ingest_job.commit_change
 
     def commit_after_a_compaction(table_object, change, **kwargs):
         compact_job.main(["--catalog", CATALOG, "--table", table, "--min-input-files", "2"])
         return real_commit(table_object, change, **kwargs)
 
-    monkeypatch.setattr(spark_ingest, "commit_change", commit_after_a_compaction)
+    monkeypatch.setattr(ingest_job, "commit_change", commit_after_a_compaction)
     with pytest.raises(CommitConflictError):
         ingest(spark, CATALOG, table, _frame(spark, [3, 12], "v2"), IngestOptions(mode="upsert", key=("id",)))
     loaded = testing_catalog.load_table(table)

@@ -6,7 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from spark_jobs.engine.jobs.placement import Placement, planned_bytes, spark_needed_before_planning
+from spark_jobs.engine.jobs.placement import (
+    Placement,
+    export_may_run_in_driver,
+    planned_bytes,
+    spark_needed_before_planning,
+)
 from spark_jobs.engine.planning.scan_tasks import DataFileSlice, DeletionVector, ScanTask
 from spark_jobs.spark.driver_read import InProcessExecutor
 
@@ -84,3 +89,20 @@ def test_the_snapshot_rules_the_driver_out_only_without_a_filter_and_over_the_li
     assert not spark_needed_before_planning(snapshot, None, 1000)
     assert spark_needed_before_planning(None, None, 0)
     assert not spark_needed_before_planning(SimpleNamespace(summary=None), None, 100)
+
+
+@pytest.mark.parametrize(
+    ("output", "output_format", "max_bytes", "open_"),
+    [
+        ("/tmp/out", "parquet", 1, True),
+        ("file:///tmp/out", "parquet", 1, True),
+        ("relative/out", "parquet", 1, True),
+        ("/tmp/out", "csv", 1, False),
+        ("s3://bucket/out", "parquet", 1, False),
+        ("/tmp/out", "parquet", 0, False),
+    ],
+)
+def test_the_arguments_alone_leave_the_driver_open_only_for_parquet_to_a_local_path(
+    output, output_format, max_bytes, open_
+) -> None:
+    assert export_may_run_in_driver(output, output_format, max_bytes) is open_
