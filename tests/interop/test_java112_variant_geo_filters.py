@@ -267,6 +267,37 @@ def test_our_geometry_bounds_prune_our_file(table):
     assert metrics.data_files_pruned == 1  # ours; Java's three have no geo bounds
 
 
+def test_the_read_job_on_spark_with_distributed_planning_filters_alike(table, tmp_path):
+    """Spark tasks and executor-side manifest pruning get the filter's predicates shipped to them."""
+    row_filter = "variant_get(v, '$.a', 'int') >= 75 AND st_disjoint(g, st_makeenvelope(70, 0, 76.5, 100))"
+    output = tmp_path / "out"
+    argv = [
+        "--catalog",
+        CATALOG,
+        "--table",
+        table,
+        "--filter",
+        row_filter,
+        "--columns",
+        "id",
+        "--output",
+        str(output),
+        "--driver-max-bytes",
+        "0",
+        "--planning-mode",
+        "distributed",
+    ]
+    result = read_job.main(argv)
+    assert result["ran_in"] != "driver", result
+    expected = [
+        r["id"]
+        for r in MODEL
+        if holds(r, ("a",), lambda a: a >= 75) and r["g"] is not None and not box_meets(r["g"], 70, 0, 76.5, 100)
+    ]
+    assert sorted(pq.read_table(output).column("id").to_pylist()) == sorted(expected)
+    assert result["counters"]["data_files_pruned"] >= 1, result
+
+
 def test_zz_an_overwrite_by_a_variant_filter_keeps_the_rows_it_is_null_on(table, tmp_path):
     """Last in the module: it changes the table. Rows whose path is missing or of another kind are kept."""
     replacement = [model_row(200), model_row(201)]
