@@ -331,3 +331,70 @@ def test_small_reads_and_sessions_that_skip_files_stay_with_the_engine(spark, co
     finally:
         spark.conf.unset("spark.sql.files.ignoreMissingFiles")
         spark.conf.set(MIN_BYTES_CONF, "0")
+
+
+@pytest.fixture(scope="module")
+def promoted_table(tmp_path_factory):
+    """Files written before and after int -> long, float -> double and decimal(9,2) -> decimal(12,2), beside
+    required columns of several types (a struct among them)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    root = tmp_path_factory.mktemp("promoted")
+    catalog = SqlCatalog("promoted", uri=f"sqlite:///{root}/catalog.db", warehouse=f"file://{root}")
+    catalog.create_namespace("db")
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "n", IntegerType(), required=False),
+        NestedField(3, "f", FloatType(), required=False),
+        NestedField(4, "dec", DecimalType(9, 2), required=False),
+        NestedField(5, "day", DateType(), required=True),
+        NestedField(6, "ts", TimestampType(), required=True),
+        NestedField(7, "s", StringType(), required=True),
+        NestedField(8, "pair", StructType(NestedField(9, "a", IntegerType(), required=False)), required=True),
+    )
+    table = catalog.create_table("db.promoted", schema)
+
+    def rows(start: int) -> list[dict]:
+        return [
+            {
+                "id": i,
+                "n": i * 1000,
+                "f": i + 0.25,
+                "dec": decimal.Decimal(i * 101) / 100,
+                "day": dt.date(2020, 1, 1) + dt.timedelta(days=i),
+                "ts": dt.datetime(2020, 1, 1) + dt.timedelta(minutes=i),
+                "s": f"s{i}",
+                "pair": {"a": None if i % 4 == 0 else i},
+            }
+            for i in range(start, start + 12)
+        ]
+
+    table.append(pa.Table.from_pylist(rows(0), schema=table.schema().as_arrow()))
+    with table.update_schema() as update:
+        update.update_column("n", LongType())
+        update.update_column("f", DoubleType())
+        update.update_column("dec", DecimalType(12, 2))
+    table.append(pa.Table.from_pylist(rows(12), schema=table.schema().as_arrow()))
+    return catalog, table
+
+
+@pytest.mark.parametrize(
+    ("columns", "row_filter", "plain"),
+    [
+        (["id", "day", "ts", "s", "pair"], None, True),  # required columns keep the engine's non-nullable schema
+        (["id", "s"], "day >= '2020-01-10' and ts < '2020-01-01T00:20:00'", True),
+        (["id", "n"], None, False),  # promoted types: Spark's reader does not promote
+        (["id", "f"], None, False),
+        (["id"], "dec > 5.00", False),
+    ],
+)
+def test_promoted_columns_go_to_the_engine_and_required_ones_stay_required(
+    spark, promoted_table, columns, row_filter, plain
+) -> None:
+    catalog, table = promoted_table
+    session = open_read_session(catalog, table, columns=columns, row_filter=row_filter)
+    route = plain_route(spark, session.tasks, session.context, session.table_schemas)
+    assert (route is not None) == plain
+    split, engine_only = read_both_ways(spark, session)
+    assert split.num_rows == session.to_arrow().num_rows > 0
+    assert checksum(split) == checksum(engine_only) == checksum(session.to_arrow())
