@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from spark_jobs.engine.planning.file_statistics import FileStatistics
+from spark_jobs.engine.shared import variant_encoding as ve
 from spark_jobs.engine.shared.extended_predicates import BoundSpatialPredicate, BoundVariantPathPredicate
 from spark_jobs.engine.shared.geo_boxes import Box, bound_point, intersects
-from spark_jobs.engine.shared.variant_paths import bound_values, bounds_rule_out
+from spark_jobs.engine.shared.variant_paths import bound_value, bounds_rule_out
 
 
 def variant_path_may_match(
@@ -43,19 +44,25 @@ def variant_path_may_match(
     field_id = predicate.term.ref().field.field_id
     lowers = statistics.raw_bounds("lower_bounds", field_id)
     uppers = statistics.raw_bounds("upper_bounds", field_id)
+    dictionaries: dict[bytes, ve.VariantMetadata] = {}
     for index in np.flatnonzero(may_match):
-        lower = _path_bound(lowers[index], key, condition.value_type.comparable)
-        upper = _path_bound(uppers[index], key, condition.value_type.comparable)
+        lower = _path_bound(lowers[index], key, condition.value_type.comparable, dictionaries)
+        upper = _path_bound(uppers[index], key, condition.value_type.comparable, dictionaries)
         may_match[index] = not bounds_rule_out(condition.operation, lower, upper, condition.literals)
     return may_match
 
 
-def _path_bound(serialized: bytes | None, key: str, comparable: Callable[[Any], Any]) -> Any:
+def _path_bound(
+    serialized: bytes | None,
+    key: str,
+    comparable: Callable[[Any], Any],
+    dictionaries: dict[bytes, ve.VariantMetadata],
+) -> Any:
     """The bound of one path in the comparison's domain; None when absent or of another kind."""
     if serialized is None:
         return None
     try:
-        return comparable(bound_values(serialized).get(key))
+        return comparable(bound_value(serialized, key, dictionaries))
     except ValueError:
         return None  # a bound this reader cannot decode proves nothing
 

@@ -60,7 +60,6 @@ class VariantMetadata:
         offsets = [_uint(encoded, 1 + size * (i + 1), size) for i in range(count + 1)]
         start = 1 + size * (count + 2)
         self.keys = [encoded[start + offsets[i] : start + offsets[i + 1]].decode() for i in range(count)]
-        self.length = start + offsets[-1]  # the dictionary's bytes (a serialized variant's value follows them)
         self._ids = {key: index for index, key in enumerate(self.keys)}
         self._appended = False
 
@@ -93,6 +92,13 @@ class VariantMetadata:
         parts = [bytes([header]), len(data).to_bytes(size, "little")]
         parts += [offset.to_bytes(size, "little") for offset in offsets]
         return b"".join(parts) + b"".join(data)
+
+
+def metadata_length(encoded: bytes) -> int:
+    """The number of bytes of the metadata dictionary at the start of ``encoded`` (a value may follow it)."""
+    size = (encoded[0] >> 6) + 1
+    count = _uint(encoded, 1, size)
+    return 1 + size * (count + 2) + _uint(encoded, 1 + size * (count + 1), size)
 
 
 def primitive_kind(value: bytes) -> int | None:

@@ -207,17 +207,24 @@ def value_at(metadata: ve.VariantMetadata, value: bytes, path: tuple[PathSegment
     return ve.decode(metadata, value, offset)
 
 
-def bound_values(serialized: bytes) -> dict[str, Any]:
-    """The per-path bounds of a variant column's manifest bound (metadata then an object keyed by normalized path);
-    ValueError when the bytes are not such a variant."""
+def bound_value(serialized: bytes, key: str, dictionaries: dict[bytes, ve.VariantMetadata] | None = None) -> Any:
+    """The bound of one normalized path in a variant column's manifest bound (metadata, then an object keyed by
+    normalized path), None when it holds none; ``dictionaries`` keeps decoded metadata across calls (one writer's
+    files share theirs). ValueError when the bytes are not such a variant."""
     try:
-        metadata = ve.VariantMetadata(serialized)
-        offset = metadata.length
-        if serialized[offset] & 0x03 != ve.OBJECT:
+        length = ve.metadata_length(serialized)
+        metadata_bytes = serialized[:length]
+        metadata = dictionaries.get(metadata_bytes) if dictionaries is not None else None
+        if metadata is None:
+            metadata = ve.VariantMetadata(metadata_bytes)
+            if dictionaries is not None:
+                dictionaries[metadata_bytes] = metadata
+        if serialized[length] & 0x03 != ve.OBJECT:
             raise ValueError("a variant bound is not an object")
-        return {
-            key: ve.decode(metadata, serialized, start) for key, start in ve.object_fields(metadata, serialized, offset)
-        }
+        for name, start in ve.object_fields(metadata, serialized, length):
+            if name == key:
+                return ve.decode(metadata, serialized, start)
+        return None
     except (IndexError, UnicodeDecodeError, ve.VariantError) as error:
         raise ValueError(f"a variant bound does not decode ({error})") from None
 

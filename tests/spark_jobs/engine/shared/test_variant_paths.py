@@ -9,7 +9,7 @@ import pytest
 
 from spark_jobs.engine.shared import variant_encoding as ve
 from spark_jobs.engine.shared.variant_paths import (
-    bound_values,
+    bound_value,
     bounds_rule_out,
     compare,
     extraction_type,
@@ -105,6 +105,11 @@ def test_a_variant_bound_holds_one_value_per_normalized_path():
     value = ve.encode_object(
         metadata, {"$['a']": ve.encode_primitive(ve.INT8, 3), "$['o']['b']": ve.encode_primitive(ve.STRING, "q")}
     )
-    assert bound_values(metadata.to_bytes() + value) == {"$['a']": 3, "$['o']['b']": "q"}
+    serialized = metadata.to_bytes() + value
+    dictionaries: dict[bytes, ve.VariantMetadata] = {}
+    assert bound_value(serialized, "$['a']", dictionaries) == 3
+    assert bound_value(serialized, "$['o']['b']", dictionaries) == "q"
+    assert bound_value(serialized, "$['c']") is None
+    assert list(dictionaries) == [metadata.to_bytes()]  # decoded once
     with pytest.raises(ValueError, match="not an object"):
-        bound_values(ve.EMPTY_METADATA + ve.encode_primitive(ve.INT8, 3))
+        bound_value(ve.EMPTY_METADATA + ve.encode_primitive(ve.INT8, 3), "$")
