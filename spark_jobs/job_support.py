@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
@@ -194,9 +194,10 @@ def start_spark_session(app_name: str) -> Callable[[], SparkSession]:
     return wait
 
 
-def job_placement(max_bytes: int, app_name: str) -> Placement:
+def job_placement(max_bytes: int, app_name: str, session_conf: Mapping[str, str] | None = None) -> Placement:
     """A job's driver-or-Spark decision (``engine/jobs/placement.py``): this process for a scan of at most
-    ``max_bytes``, else a Spark session named ``app_name`` with the engine on its executors."""
+    ``max_bytes``, else a Spark session named ``app_name`` with the engine on its executors and the job's own
+    runtime settings ``session_conf`` (from its options)."""
     from spark_jobs.engine.jobs.placement import Placement
 
     def in_process() -> TaskExecutor:
@@ -212,6 +213,8 @@ def job_placement(max_bytes: int, app_name: str) -> Placement:
 
             spark = waiting()
             engine_on_executors(spark)
+            for key, value in (session_conf or {}).items():
+                spark.conf.set(key, value)
             return SparkExecutor(spark)
 
         return spark_executor

@@ -48,6 +48,9 @@ DEFAULT_DRIVER_MAX_BYTES = 128 * 1024 * 1024  # Iceberg's read.split.target-size
 WRITE_MODES = ("error", "overwrite")
 PLANNING_MODES = ("auto", "local", "distributed")
 PYTHON_API = ("load", "count", "aggregate")
+# The session setting ``--spark-parquet-reader off`` sets to false (``spark/plain_parquet.ENABLED_CONF``, not
+# imported here: the job starts Spark before importing pyspark's modules).
+SPARK_PARQUET_READER_CONF = "spark.iceberg_provider.sparkParquetReader.enabled"
 
 
 def __getattr__(name: str) -> Any:
@@ -96,6 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
         " Iceberg's split size; 0: always on Spark)",
     )
     parser.add_argument(
+        "--spark-parquet-reader",
+        choices=("on", "off"),
+        default="on",
+        help="on Spark: data files no delete applies to go through Spark's own Parquet reader (columns by field id)"
+        " where it returns exactly the engine's rows and they hold at least"
+        " spark.iceberg_provider.sparkParquetReader.minBytes (default 64 MiB); off: every file through the engine's"
+        " reader",
+    )
+    parser.add_argument(
         "--planning-mode",
         choices=PLANNING_MODES,
         help="where the manifests are read: local (this driver), distributed (the Spark executors), auto (Iceberg"
@@ -123,24 +135,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         driver_max_bytes=args.driver_max_bytes,
         planning_mode=args.planning_mode,
     )
+    session_conf = {SPARK_PARQUET_READER_CONF: "false"} if args.spark_parquet_reader == "off" else {}
     if args.aggregate is not None:
         if args.output is not None or args.columns is not None or args.count:
             raise UsageError("spark_jobs/read.py: --aggregate takes no --output, --columns or --count")
         from spark_jobs.engine.jobs.read_aggregate import aggregate_job
 
-        placement = job_placement(args.driver_max_bytes, f"iceberg-aggregate {args.table}")
+        placement = job_placement(args.driver_max_bytes, f"iceberg-aggregate {args.table}", session_conf)
         return aggregate_job(request, args.aggregate, placement).as_json()
     if args.count:
         if args.output is not None or args.row_filter is not None or args.columns is not None:
             raise UsageError("spark_jobs/read.py: --count takes no --output, --filter or --columns")
         from spark_jobs.engine.jobs.read_count import count_job
 
-        return count_job(request, job_placement(args.driver_max_bytes, f"iceberg-count {args.table}")).as_json()
+        placement = job_placement(args.driver_max_bytes, f"iceberg-count {args.table}", session_conf)
+        return count_job(request, placement).as_json()
     if args.output is None:
         raise UsageError("spark_jobs/read.py: --output is required (or --count)")
     from spark_jobs.engine.jobs.placement import export_may_run_in_driver  # no heavy import: Spark waits on it
 
-    placement = job_placement(args.driver_max_bytes, f"iceberg-read {args.table}")
+    placement = job_placement(args.driver_max_bytes, f"iceberg-read {args.table}", session_conf)
     if not export_may_run_in_driver(args.output, args.output_format, args.driver_max_bytes):
         placement.rule_out_driver()  # Spark starts while the engine is imported and the read planned
     from spark_jobs.engine.jobs.executor import ExportTarget

@@ -338,3 +338,27 @@ def test_spark_submit_read_on_the_standalone_cluster(spark_standalone, conforman
     assert result["ran_in"] == "spark" and "spark_start" in result["seconds"]
     assert result["counters"]["rows_deleted_by_deletion_vectors"] > 0
     _assert_matches(query, pq.read_table(output))
+
+
+def test_read_job_sends_delete_free_files_to_sparks_reader_unless_told_not_to(
+    spark, conformance_catalog, tmp_path
+) -> None:
+    from spark_jobs.spark.plain_parquet import ENABLED_CONF, MIN_BYTES_CONF
+
+    assert read_job.SPARK_PARQUET_READER_CONF == ENABLED_CONF
+    results, tables = {}, {}
+    spark.conf.set(MIN_BYTES_CONF, "0")  # the conformance table is small: let its delete-free files go
+    try:
+        for way in ("on", "off"):
+            output = tmp_path / way
+            argv = ["--catalog", "conformance", "--table", "corpus.v2_eq_deletes_part", "--output", str(output)]
+            results[way] = read_job.main([*argv, "--driver-max-bytes", "0", "--spark-parquet-reader", way])
+            tables[way] = pq.read_table(output)
+    finally:
+        spark.conf.unset(MIN_BYTES_CONF)
+        spark.conf.unset(ENABLED_CONF)
+    assert results["on"]["counters"]["data_files_read_by_spark"] > 0
+    assert results["off"]["counters"].get("data_files_read_by_spark", 0) == 0
+    assert results["on"]["rows_out"] == results["off"]["rows_out"] == tables["on"].num_rows == tables["off"].num_rows
+    key = [(name, "ascending") for name in tables["off"].column_names]
+    assert tables["on"].sort_by(key).equals(tables["off"].sort_by(key))
