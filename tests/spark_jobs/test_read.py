@@ -340,6 +340,7 @@ def test_spark_submit_read_on_the_standalone_cluster(spark_standalone, conforman
     _assert_matches(query, pq.read_table(output))
 
 
+@pytest.mark.spark35
 def test_read_job_sends_delete_free_files_to_sparks_reader_unless_told_not_to(
     spark, conformance_catalog, tmp_path
 ) -> None:
