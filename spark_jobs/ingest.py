@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the ingest job; returns the result the last stdout line carries."""
     from spark_jobs.engine.ingest.options import IngestOptions, check_options
+    from spark_jobs.engine.jobs.ingest_job import reads_source_files_directly
     from spark_jobs.engine.shared.errors import UnsupportedFeatureError
     from spark_jobs.engine.table.catalog import load_catalog
     from spark_jobs.spark.ingest import ingest_table, open_source
@@ -121,7 +122,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     engine_on_executors(spark)
     log.info("source: %s (%s) ...", args.source, args.source_format)
     started = time.perf_counter()
-    source, read = open_source(spark, args.catalog, args.table, options, request)
+    direct = reads_source_files_directly(options)  # the mode only writes the rows: Parquet files may skip Spark
+    source, read = open_source(spark, args.catalog, args.table, request, files_directly=direct)
     read_seconds = time.perf_counter() - started
     log.info("source done in %.1f s", read_seconds)
     try:

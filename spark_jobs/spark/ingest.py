@@ -42,7 +42,7 @@ from spark_jobs.engine.ingest.live_files import RowsToKeep, key_range_filter
 from spark_jobs.engine.ingest.options import IngestOptions
 from spark_jobs.engine.ingest.result import IngestResult
 from spark_jobs.engine.jobs import ingest_job
-from spark_jobs.engine.jobs.ingest_job import KeyedWrite, KeyedWriteResult, reads_source_files_directly
+from spark_jobs.engine.jobs.ingest_job import KeyedWrite, KeyedWriteResult
 from spark_jobs.engine.planning.scan_context import ROW_ID, ROW_LINEAGE, with_row_lineage
 from spark_jobs.engine.shared.errors import RequiredColumnNullsError, UserInputError
 from spark_jobs.engine.shared.storage import file_io_properties
@@ -212,11 +212,12 @@ class SparkIngestRows:
 
 
 def open_source(
-    spark: SparkSession, catalog_name: str, identifier: str, options: IngestOptions, read: SourceRequest
+    spark: SparkSession, catalog_name: str, identifier: str, read: SourceRequest, *, files_directly: bool
 ) -> tuple[DataFrame | ParquetSource, SourceRead | None]:
-    """The job's source: plain Parquet files as a ``ParquetSource`` when the mode only writes the rows and no
-    ``--sql`` queries them; else Spark's read (``ingest_source.read_source``), returned beside the rows."""
-    if read.source_format == "parquet" and not read.sql and reads_source_files_directly(options):
+    """The job's source: plain Parquet files as a ``ParquetSource`` when ``files_directly`` (the mode only writes
+    the rows: ``ingest_job.reads_source_files_directly``) and no ``--sql`` queries them; else Spark's read
+    (``ingest_source.read_source``), returned beside the rows."""
+    if read.source_format == "parquet" and not read.sql and files_directly:
         source = parquet_source_of(spark, catalog_name, read.uri)
         if source is not None:
             return source, None
