@@ -175,7 +175,9 @@ def _metadata_counted_type(base: type[DataFrame]) -> type[DataFrame]:
     return _COUNTED_TYPES[base]
 
 
-def metadata_counted(frame: DataFrame, spark: SparkSession, catalog: str, table: str, **snapshot: Any) -> DataFrame:
+def metadata_counted(
+    frame: DataFrame, spark: SparkSession, catalog: str, table: str, **snapshot: int | str | None
+) -> DataFrame:
     """A DataFrame of ``frame``'s plan whose ``count()`` is ``count``'s; every other method is the DataFrame's, and
     what they return are plain DataFrames."""
     counted = _metadata_counted_type(type(frame))(frame._jdf, frame.sparkSession)

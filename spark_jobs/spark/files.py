@@ -239,8 +239,8 @@ def _write_tasks(
         path = f"{root}/part-{partition:05d}-{job_id}.{extension}"
         filesystem, _ = file_system(uri, properties)
         rows = 0
-        sink: Any = None
-        writer: Any = None
+        sink: pa.NativeFile | None = None
+        writer: pq.ParquetWriter | None = None  # Parquet; CSV lines go to the sink itself
         try:
             for batch in batches:
                 if batch.num_rows == 0:

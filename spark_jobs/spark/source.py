@@ -19,7 +19,6 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression
@@ -88,12 +87,12 @@ class ReadOptions:
 
     def open_session(self, extra_filter: BooleanExpression | None = None) -> ReadSession:
         """Plan the read these options describe, with ``extra_filter`` (pushed Spark filters) ANDed in."""
-        row_filter: Any = self.row_filter
+        row_filter: str | BooleanExpression | None = self.row_filter
         if extra_filter is not None and not isinstance(extra_filter, AlwaysTrue):
-            if row_filter:
+            if self.row_filter:
                 from spark_jobs.engine.planning.filter_parsing import parse_row_filter
 
-                row_filter = And(parse_row_filter(row_filter), extra_filter)
+                row_filter = And(parse_row_filter(self.row_filter), extra_filter)
             else:
                 row_filter = extra_filter
         return open_read_session(

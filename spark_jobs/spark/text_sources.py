@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from pyarrow import fs as pafs
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import AtomicType, BinaryType, DataType, StringType, StructField, StructType
@@ -224,7 +225,7 @@ def _first_malformed_line(
     return None
 
 
-def _numbered_lines(filesystem: Any, path: str) -> Iterator[tuple[int, str]]:
+def _numbered_lines(filesystem: pafs.FileSystem, path: str) -> Iterator[tuple[int, str]]:
     """(line number, text) of every line of a text file (compression by extension), undecodable bytes replaced."""
     number, remainder = 0, b""
     with filesystem.open_input_stream(path, compression="detect") as stream:

@@ -23,7 +23,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyiceberg.io import OutputFile
 from pyiceberg.manifest import (
@@ -33,6 +32,7 @@ from pyiceberg.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
+    ManifestListWriter,
     write_manifest_list,
 )
 from pyiceberg.table import Table, TableProperties
@@ -137,9 +137,10 @@ class SnapshotProducer:
             sequence_number = metadata.next_sequence_number()
             list_path_output = new_output(f"snap-{snapshot_id}-1-{commit_uuid}.avro")
             first_row_id = first_row_id_of_next_snapshot(metadata) if format_version >= 3 else None
-            list_writer: Any
+            list_writer: ManifestListWriter
+            v3_writer: ManifestListWriterV3 | None = None  # counts the row ids its data manifests assign
             if first_row_id is not None:
-                list_writer = ManifestListWriterV3(
+                list_writer = v3_writer = ManifestListWriterV3(
                     list_path_output,
                     snapshot_id=snapshot_id,
                     parent_snapshot_id=parent.snapshot_id if parent else None,
@@ -169,7 +170,7 @@ class SnapshotProducer:
             summary=self._summary(metadata, parent, built.removed_files),
             schema_id=self._schema_id(metadata),
             first_row_id=first_row_id,
-            added_rows=list_writer.next_row_id - first_row_id if first_row_id is not None else None,
+            added_rows=None if v3_writer is None or first_row_id is None else v3_writer.next_row_id - first_row_id,
         )
         built.updates = (
             *self.change.extra_updates,

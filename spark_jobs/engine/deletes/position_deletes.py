@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +38,9 @@ from spark_jobs.engine.shared.deleted_positions import (
 )
 from spark_jobs.engine.shared.errors import CorruptFileError, EngineError
 from spark_jobs.engine.shared.metrics import ScanMetrics
+
+if TYPE_CHECKING:  # the dataset module is imported where a fragment is made (``sized_fragment``)
+    import pyarrow.dataset as ds
 
 FILE_PATH_FIELD_ID = 2147483546
 POS_FIELD_ID = 2147483545
@@ -105,7 +108,7 @@ class _PositionDeleteFooter:
     file_path_bounds: tuple[tuple[bytes, bytes] | None, ...]
     # On an object store, the file opened with its recorded size (``sized_fragment``): row groups read through it
     # cost no HEAD request.
-    fragment: Any = None
+    fragment: ds.Fragment | None = None
 
     def row_groups_that_may_hold(self, data_file_path: str) -> list[int]:
         """Row groups whose file_path range contains ``data_file_path`` (all of those without statistics)."""

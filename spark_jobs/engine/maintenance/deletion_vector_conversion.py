@@ -34,7 +34,7 @@ import numpy as np
 from pyiceberg.expressions import BooleanExpression
 from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent
 from pyiceberg.table import Table
-from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.snapshots import Operation, Snapshot
 from pyiceberg.typedef import Record
 
 from spark_jobs.engine.commit.committer import CommitResult, commit_change
@@ -254,7 +254,9 @@ def _partition_record(data_file: DataFileSlice) -> Any:
     return _PartitionOf(data_file.spec_id, Record(*data_file.partition))
 
 
-def _delete_files_of_kind(table: Table, snapshot: Any, kind: str, pruner: ManifestPruner) -> Iterable[tuple[str, bool]]:
+def _delete_files_of_kind(
+    table: Table, snapshot: Snapshot, kind: str, pruner: ManifestPruner
+) -> Iterable[tuple[str, bool]]:
     """(path, partition may match ``where``) of every live delete file of ``kind``: Parquet position deletes, or
     equality deletes."""
     wanted = DataFileContent.POSITION_DELETES if kind == "position" else DataFileContent.EQUALITY_DELETES

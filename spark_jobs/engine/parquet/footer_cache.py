@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,6 +31,9 @@ from pyiceberg.io import FileIO, InputStream
 
 from spark_jobs.engine.shared.errors import CorruptFileError
 from spark_jobs.engine.shared.thread_pools import process_thread_pool
+
+if TYPE_CHECKING:  # the dataset module is imported where a fragment is made (``sized_fragment``)
+    import pyarrow.dataset as ds
 
 PARQUET_MAGIC = b"PAR1"
 DEFAULT_METADATA_SIZE_HINT = 64 * 1024
@@ -56,7 +59,7 @@ class ParquetFooter:
     tail: tuple[int, bytes] = (0, b"")
     # The sized dataset fragment (``sized_fragment``) whose read gave this footer, when Arrow read it: later reads
     # of the file decode through it without opening the file by path.
-    fragment: Any = None
+    fragment: ds.Fragment | None = None
 
     @property
     def size_in_bytes(self) -> int:

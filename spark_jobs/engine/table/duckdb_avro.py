@@ -28,9 +28,12 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+
+if TYPE_CHECKING:  # duckdb is imported when first needed (``duckdb_avro_available``)
+    from duckdb import DuckDBPyConnection
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,7 @@ def _probe() -> bool:
     return True
 
 
-def _connection() -> Any:
+def _connection() -> DuckDBPyConnection:
     """This thread's DuckDB connection with the avro extension loaded (a new one after ``RECYCLE_AFTER_BYTES``)."""
     connection = getattr(_LOCAL, "connection", None)
     if connection is not None and getattr(_LOCAL, "bytes_read", 0) >= RECYCLE_AFTER_BYTES:
