@@ -16,7 +16,8 @@
    - ``cold``: one ``spark-submit`` per run: Java's count and sum (``scale_java_job.py``) against our read job
      (``read.py --aggregate``), same filters and snapshots; same answers required.
    - ``compact``: compaction planning, Java's ``BinPackRewriteFilePlanner.plan()`` against our compact planner.
-   - ``sensor``: the compaction-needed sensor's computation from manifests (no Java counterpart), warm and once.
+   - ``sensor``: the compaction-needed sensor's computation from manifests against Java's ``files`` metadata
+     table summed the same way, warm; and ours once in a fresh process.
    - ``orphans``: remove-orphan-files dry runs, one ``spark-submit`` each (100 planted orphans must be found).
    - ``expire``: expire-snapshots over EXPIRE_SNAPSHOTS snapshots, one ``spark-submit`` each, the table restored
      (metadata directory and catalog pointer) before every run.
@@ -509,15 +510,31 @@ class ScaleBenchmark:
             ]
 
     def sensor(self) -> None:
-        """The compaction-needed sensor's computation: warm rounds, and once in a fresh process (memory)."""
+        """The compaction-needed sensor's computation, warm, against Iceberg Java summing the same live files from
+        its ``files`` metadata table (the sensor's defaults: small under 384 MiB, fragments under 64 MiB); once
+        more in a fresh process (memory). Both must count the same data and delete files."""
+        thresholds = {"small": 384 * 1024 * 1024, "fragment": 64 * 1024 * 1024}
         for files, shape, record in self.cases():
             request = {"table": record["name"]}
             load_before = load_average()
             runs = self.alternate(
-                [("ours", lambda r=request: self.ours.must("sensor", **r).result)], self.args.rounds, warmup=True
+                [
+                    ("java", lambda r=request: self.java.must("file_sums", **r, **thresholds).result),
+                    ("ours", lambda r=request: self.ours.must("sensor", **r).result),
+                ],
+                self.args.rounds,
+                warmup=True,
             )
             runs["ours_once"] = [self.once("sensor", request)]
-            self.record("sensor", files, shape, case={"snapshot": "current"}, runs=runs, load_before=load_before)
+            entry = self.record(
+                "sensor", files, shape, case={"snapshot": "current"}, runs=runs, load_before=load_before
+            )
+            java, ours = runs["java"][0], runs["ours"][0]
+            counted = [(side["data_files"], side["delete_files"]) for side in (java, ours)]
+            entry["checks"] = [
+                f"data and delete files: Java {counted[0]}, ours {counted[1]}"
+                + ("" if counted[0] == counted[1] else " (DIFFER)")
+            ]
 
     def orphans(self) -> None:
         """remove-orphan-files dry runs with ORPHANS_PLANTED old orphans planted; both must find exactly those."""

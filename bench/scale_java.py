@@ -345,6 +345,33 @@ class ScaleJavaRunner:
         row = frame.selectExpr("count(*) AS n", "sum(price) AS s").first()
         return {"seconds": time.perf_counter() - started, "count": row["n"], "sum_price": row["s"]}
 
+    def file_sums(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The compaction-needed sensor's input as Iceberg Java gives it: the current snapshot's live files summed
+        per partition and content from the table's ``files`` metadata table (files, rows, bytes, small and fragment
+        files, the data files' sizes), collected to the driver; planning and the scan timed together."""
+        small, fragment = int(request["small"]), int(request["fragment"])
+        jvm_pid = int(self.jvm.java.lang.ProcessHandle.current().pid())
+        cpu_started = _process_cpu_seconds(jvm_pid)  # every thread of the JVM, as ours counts its process's
+        started = time.perf_counter()
+        files_table = f"{self.fq(request['table'])}.files"
+        # An unpartitioned table's files table has no partition column: one group per content.
+        partition = "partition" if "partition" in self.spark.table(files_table).columns else "NULL"
+        rows = self.sql(
+            f"SELECT {partition} AS partition, content, count(*) AS files, sum(record_count) AS records, "
+            f"sum(file_size_in_bytes) AS bytes, count_if(file_size_in_bytes < {small}) AS small_files, "
+            f"count_if(file_size_in_bytes < {fragment}) AS fragment_files, "
+            "collect_list(file_size_in_bytes) FILTER (WHERE content = 0) AS sizes "
+            f"FROM {files_table} GROUP BY 1, content"
+        ).collect()
+        seconds = time.perf_counter() - started
+        return {
+            "seconds": seconds,
+            "cpu_seconds": _process_cpu_seconds(jvm_pid) - cpu_started,
+            "partitions": len({row["partition"] for row in rows}),
+            "data_files": sum(row["files"] for row in rows if row["content"] == 0),
+            "delete_files": sum(row["files"] for row in rows if row["content"] != 0),
+        }
+
     def java_versions(self, request: dict[str, Any]) -> dict[str, Any]:
         """Spark, Java and Iceberg versions of this session."""
         return self.versions()
@@ -365,6 +392,12 @@ class ScaleJavaRunner:
     def spark_submit_args(self, request: dict[str, Any]) -> dict[str, Any]:
         """The jars and settings a cold ``spark-submit`` of a Java job needs."""
         return {"jars": ",".join(self.jars), "conf": self.conf}
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far (``/proc/<pid>/stat``, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def link_commit_dirs(source: Path, data_root: Path, files: int, shape: st.Shape) -> list[Path]:

@@ -128,8 +128,13 @@ def _profile_cell(record: dict[str, Any]) -> str:
 
 
 def _sensor_cell(record: dict[str, Any]) -> str:
+    """Java / ours warm (ours/Java; CPU) where Java's ``files`` table ran beside it; ours alone in older runs; the
+    peak memory of ours once in a fresh process."""
     once = record["runs"].get("ours_once", [{}])[0]
-    return f"{_seconds(record['summary'].get('ours_s'))} s warm; {once.get('peak_above_start_mib', '-')} MiB"
+    memory = f"{once.get('peak_above_start_mib', '-')} MiB"
+    if "java_s" in record["summary"]:
+        return f"{_timing_cell(record)}; {memory}"
+    return f"{_seconds(record['summary'].get('ours_s'))} s warm; {memory}"
 
 
 def _load_range(records: list[dict[str, Any]]) -> str:
@@ -238,8 +243,11 @@ def markdown(reports: list[dict[str, Any]]) -> str:
         sensor,
         _sensor_cell,
         ("snapshot",),
-        "Compaction-needed sensor from manifests (no Java counterpart)",
-        "Cell: warm seconds (median); peak RSS above start in a fresh process.",
+        "Compaction-needed sensor from manifests",
+        "Cell: Java / ours warm seconds (ours/Java; CPU), median: Java sums the live files per partition and content "
+        "from its `files` metadata table (files, rows, bytes, small and fragment files, the data files' sizes), ours "
+        "is the sensor's `compaction_stats.assess`; then the peak RSS above start of ours in a fresh process. Cells "
+        "with ours alone come from runs before Java's side existed.",
     )
     scans = by_job.get("scan", [])
     lines += _grid(
