@@ -40,6 +40,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script by spark-submit: make the ``spark_jobs`` package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spark_jobs.engine.jobs.placement import export_may_run_in_driver  # no heavy import: Spark waits on it
 from spark_jobs.job_failures import set_subject
 from spark_jobs.job_support import JobArgumentParser, UsageError, job_placement, non_negative_int, run_job
 
@@ -136,25 +137,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         planning_mode=args.planning_mode,
     )
     session_conf = {SPARK_PARQUET_READER_CONF: "false"} if args.spark_parquet_reader == "off" else {}
+    job = "aggregate" if args.aggregate is not None else "count" if args.count else "read"
+    placement = job_placement(args.driver_max_bytes, f"iceberg-{job} {args.table}", session_conf)  # one per job
     if args.aggregate is not None:
         if args.output is not None or args.columns is not None or args.count:
             raise UsageError("spark_jobs/read.py: --aggregate takes no --output, --columns or --count")
         from spark_jobs.engine.jobs.read_aggregate import aggregate_job
 
-        placement = job_placement(args.driver_max_bytes, f"iceberg-aggregate {args.table}", session_conf)
         return aggregate_job(request, args.aggregate, placement).as_json()
     if args.count:
         if args.output is not None or args.row_filter is not None or args.columns is not None:
             raise UsageError("spark_jobs/read.py: --count takes no --output, --filter or --columns")
         from spark_jobs.engine.jobs.read_count import count_job
 
-        placement = job_placement(args.driver_max_bytes, f"iceberg-count {args.table}", session_conf)
         return count_job(request, placement).as_json()
     if args.output is None:
         raise UsageError("spark_jobs/read.py: --output is required (or --count)")
-    from spark_jobs.engine.jobs.placement import export_may_run_in_driver  # no heavy import: Spark waits on it
-
-    placement = job_placement(args.driver_max_bytes, f"iceberg-read {args.table}", session_conf)
     if not export_may_run_in_driver(args.output, args.output_format, args.driver_max_bytes):
         placement.rule_out_driver()  # Spark starts while the engine is imported and the read planned
     from spark_jobs.engine.jobs.executor import ExportTarget
