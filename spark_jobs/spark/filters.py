@@ -9,7 +9,6 @@ booleans, dates), and no floating point (Spark orders NaN above everything and m
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 from pyiceberg.expressions import (
     BooleanExpression,
@@ -45,7 +44,7 @@ _COMPARISON_FILTERS = (
 )
 
 
-def _exact_literal(value: Any) -> bool:
+def _exact_literal(value: object) -> bool:
     """True for literal types whose Iceberg and Spark comparisons agree."""
     if isinstance(value, bool | int | str):
         return True

@@ -43,7 +43,7 @@ from itertools import islice
 from typing import Any
 
 from pyarrow import fs as pafs
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql.types import AtomicType, BinaryType, DataType, StringType, StructField, StructType
 
@@ -266,7 +266,7 @@ def _malformed_in_file(
             )
 
 
-def _what_is_wrong(source_format: str, line: str, parsed: Any, schema: StructType) -> str:
+def _what_is_wrong(source_format: str, line: str, parsed: Row | None, schema: StructType) -> str:
     """Why a row is malformed, against what was expected: the field count, or the value not of its column's type."""
     names = [field.name for field in schema.fields]
     values = parsed.asDict() if parsed is not None else {}
