@@ -1,9 +1,11 @@
 """The ingest job's orchestration (``engine/jobs/ingest_job.py``) with Spark's rows: which modes may take a Parquet
-source, a source refused for a mode before any table is touched, and a write failing after the deletes were written
-leaving no file and no commit (the modes' results are tested in tests/spark_jobs/spark/test_ingest.py)."""
+source, a source refused for a mode before any table is touched, a write failing after the deletes were written
+leaving no file and no commit, and the options kept in the engine (Spark's side never takes them but through the
+two API functions that hand them to the job). The modes' results: tests/spark_jobs/spark/test_ingest.py."""
 
 from __future__ import annotations
 
+import ast
 import itertools
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from spark_jobs import spark as spark_package
 from spark_jobs.engine.ingest.options import IngestOptions
 from spark_jobs.engine.jobs.ingest_job import ingest_table, reads_source_files_directly
 from spark_jobs.spark import ingest as spark_ingest
@@ -77,3 +80,16 @@ def test_an_upsert_failing_after_its_deletes_were_written_leaves_no_file(spark, 
     assert len(written_batches) == 1  # the position deletes were written first, then the rows failed
     assert testing_catalog.load_table(table).current_snapshot().snapshot_id == snapshot_before
     assert _files_on_disk(testing_catalog, table) == files_before
+
+
+def test_no_function_on_sparks_side_takes_the_ingest_options_but_the_api_entries() -> None:
+    """Following the options from the ingest entry point never climbs back from the engine into ``spark/``."""
+    taking_options = []
+    for path in sorted(Path(spark_package.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+                annotations = [ast.unparse(arg.annotation) for arg in arguments if arg.annotation is not None]
+                if any("IngestOptions" in annotation for annotation in annotations):
+                    taking_options.append(f"{path.name}:{node.name}")
+    assert taking_options == ["ingest.py:ingest", "ingest.py:ingest_table"]
