@@ -22,8 +22,9 @@ reader cannot differ from the engine (``plain_read_refusal`` says why not, else 
 
 Per file (``split_plain_files``): no delete applies to any of its slices, its slices cover it whole (the planner
 kept every row group; Spark's reader prunes row groups by the same filter and statistics), its path holds no
-character a Hadoop path would take for a glob, and its name starts with neither ``_`` nor ``.`` (names Spark's
-file listing skips). The other slices stay in their tasks for the engine.
+character a Hadoop path would take for a glob nor a colon after its scheme (which a Hadoop path refuses), and its
+name starts with neither ``_`` nor ``.`` (names Spark's file listing skips). The other slices stay in their tasks
+for the engine.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def _is_plain(path: str, slices: Sequence[DataFileSlice]) -> bool:
     Spark's listing skips."""
     if any(data_file_slice.has_deletes for data_file_slice in slices) or _GLOB_CHARACTERS & set(path):
         return False
-    if path.rstrip("/").rsplit("/", 1)[-1].startswith(("_", ".")):
+    if path.rstrip("/").rsplit("/", 1)[-1].startswith(("_", ".")) or ":" in _path_part(path):
         return False
     size = slices[0].file_size_in_bytes
     covered = sorted((s.start, s.start + s.length) for s in slices)
@@ -169,6 +170,14 @@ def _is_plain(path: str, slices: Sequence[DataFileSlice]) -> bool:
             return False
         end = max(end, stop)
     return covered[0][0] == 0 and end >= size
+
+
+def _path_part(path: str) -> str:
+    """The path after a URI's scheme and authority (a Hadoop path refuses a colon there)."""
+    scheme, separator, rest = path.partition("://")
+    if separator and "/" not in scheme:
+        return "/" + rest.partition("/")[2]
+    return path.split(":", 1)[1] if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:/", path) else path
 
 
 def _type_refusal(field: NestedField, *, top_level: bool = False) -> str | None:

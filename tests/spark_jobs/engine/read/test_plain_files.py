@@ -184,6 +184,12 @@ def test_without_plain_files_the_tasks_are_left_as_they_are() -> None:
     assert split_plain_files(tasks) == ([], tasks)
 
 
+def test_paths_with_a_colon_after_the_scheme_stay_with_the_engine() -> None:
+    paths = ["s3://b/t/ts=10:00/a.parquet", "file:/t/ts=10:00/b.parquet", "/t/c:d.parquet", "s3://b:9000/t/ok.parquet"]
+    plain, _left = split_plain_files([ScanTask(tuple(data_file(path) for path in [*paths, "file:/t/ok.parquet"]))])
+    assert [f.path for f in plain] == ["s3://b:9000/t/ok.parquet", "file:/t/ok.parquet"]
+
+
 def test_names_spark_would_skip_stay_with_the_engine() -> None:
     tasks = [
         ScanTask((data_file("s3://b/t/data/_hidden.parquet"), data_file("/t/.x.parquet"), data_file("/t/ok.parquet")))
