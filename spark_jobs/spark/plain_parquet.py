@@ -25,7 +25,9 @@ lets go (no delete applies, nothing a plain reader would read otherwise than the
 ``spark.scan`` unions that frame with the engine's over the other files, so a read is one DataFrame. The route is
 taken when the delete-free files hold at least ``spark.iceberg_provider.sparkParquetReader.minBytes`` (64 MiB by
 default: below it the engine's reader answers sooner, since Spark's file listing and a second scan cost about
-0.1 s of driver time; docs/benchmarks/side-by-side.md), unless the session sets
+0.1 s of driver time; docs/benchmarks/side-by-side.md) and number at most
+``spark.iceberg_provider.sparkParquetReader.maxFiles`` (1,000 by default: Spark asks the file system for every
+path's status before reading, a HEAD per file on S3, which the engine never needs), unless the session sets
 ``spark.iceberg_provider.sparkParquetReader.enabled`` to false, or skips missing or corrupt files
 (``spark.sql.files.ignoreMissingFiles`` / ``ignoreCorruptFiles``), which the engine never does.
 """
@@ -79,6 +81,11 @@ log = logging.getLogger("spark_jobs.read")
 ENABLED_CONF = "spark.iceberg_provider.sparkParquetReader.enabled"
 MIN_BYTES_CONF = "spark.iceberg_provider.sparkParquetReader.minBytes"
 DEFAULT_MIN_BYTES = 64 * 1024 * 1024
+# Spark checks and lists every path it is given (one file-system status call per file, a HEAD on S3) before it reads
+# a byte; the engine opens files by the sizes the manifests record. Above this many delete-free files the engine
+# reads them all.
+MAX_FILES_CONF = "spark.iceberg_provider.sparkParquetReader.maxFiles"
+DEFAULT_MAX_FILES = 1000
 FIELD_ID_READ_CONF = "spark.sql.parquet.fieldId.read.enabled"
 FIELD_ID_METADATA_KEY = "parquet.field.id"  # Spark's key for a Parquet field id in a StructField's metadata
 READ_OPTIONS = {"recursiveFileLookup": "true", "datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
@@ -138,9 +145,16 @@ def _route_refusal(
     files, engine_tasks = split_plain_files(tasks, read_field_ids(context))
     if not files:
         return "a delete applies to every data file"
-    plain_bytes, min_bytes = sum(f.file_size_in_bytes for f in files), _min_bytes(spark)
+    plain_bytes = sum(plain_file.file_size_in_bytes for plain_file in files)
+    min_bytes = _conf_int(spark, MIN_BYTES_CONF, DEFAULT_MIN_BYTES)
     if plain_bytes < min_bytes:
         return f"the {len(files)} delete-free data files hold {plain_bytes:,} bytes, under {MIN_BYTES_CONF}={min_bytes}"
+    max_files = _conf_int(spark, MAX_FILES_CONF, DEFAULT_MAX_FILES)
+    if len(files) > max_files:
+        return (
+            f"the read has {len(files):,} delete-free data files, over {MAX_FILES_CONF}={max_files} (Spark's reader"
+            " asks the file system for each one's status first)"
+        )
     groups = {plain_file.constants for plain_file in files}
     if len(groups) > MAX_CONSTANT_GROUPS:
         return f"the read spans {len(groups)} identity-partition values (more than {MAX_CONSTANT_GROUPS})"
@@ -159,13 +173,13 @@ def _route_refusal(
     )
 
 
-def _min_bytes(spark: SparkSession) -> int:
-    """``MIN_BYTES_CONF`` as a number of bytes (the default when unset; a bad value is the user's error)."""
-    text = str(spark.conf.get(MIN_BYTES_CONF, str(DEFAULT_MIN_BYTES))).strip()
+def _conf_int(spark: SparkSession, key: str, default: int) -> int:
+    """The session setting ``key`` as a whole number (``default`` when unset; a bad value is the user's error)."""
+    text = str(spark.conf.get(key, str(default))).strip()
     try:
         return int(text)
     except ValueError:
-        raise UserInputError(f"Spark setting {MIN_BYTES_CONF} must be a whole number of bytes, got {text!r}") from None
+        raise UserInputError(f"Spark setting {key} must be a whole number, got {text!r}") from None
 
 
 def _spark_paths(spark: SparkSession, paths: Sequence[str]) -> list[str | None]:

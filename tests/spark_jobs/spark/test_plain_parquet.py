@@ -32,8 +32,9 @@ from pyiceberg.types import (
 )
 
 from spark_jobs.engine.read.session import open_read_session
+from spark_jobs.engine.shared.errors import UserInputError
 from spark_jobs.spark import plain_parquet
-from spark_jobs.spark.plain_parquet import ENABLED_CONF, MIN_BYTES_CONF, plain_route
+from spark_jobs.spark.plain_parquet import ENABLED_CONF, MAX_FILES_CONF, MIN_BYTES_CONF, plain_route
 from spark_jobs.spark.scan import counted_dataframe_from_session, dataframe_from_session
 from spark_jobs.spark.types import arrow_schema_of
 from tests.support.conformance import ConformanceQuery, load_queries, table_checksum
@@ -331,6 +332,26 @@ def test_small_reads_and_sessions_that_skip_files_stay_with_the_engine(spark, co
     finally:
         spark.conf.unset("spark.sql.files.ignoreMissingFiles")
         spark.conf.set(MIN_BYTES_CONF, "0")
+
+
+def test_reads_of_more_files_than_the_limit_stay_with_the_engine(spark, conformance_catalog, caplog) -> None:
+    """Spark's reader asks for each path's status before reading: above the file limit the engine reads them all,
+    and the log says why; a bad limit is the user's error naming the setting."""
+    session = open_read_session(conformance_catalog, "corpus.small_files")
+    files = {file_slice.path for task in session.tasks for file_slice in task.slices}
+    assert len(files) > 2
+    try:
+        spark.conf.set(MAX_FILES_CONF, str(len(files)))
+        assert plain_route(spark, session.tasks, session.context, session.table_schemas) is not None
+        spark.conf.set(MAX_FILES_CONF, str(len(files) - 1))
+        with caplog.at_level("INFO", logger="spark_jobs.read"):
+            assert plain_route(spark, session.tasks, session.context, session.table_schemas) is None
+        assert f"over {MAX_FILES_CONF}={len(files) - 1}" in caplog.text
+        spark.conf.set(MAX_FILES_CONF, "many")
+        with pytest.raises(UserInputError, match=f"Spark setting {MAX_FILES_CONF} must be a whole number"):
+            plain_route(spark, session.tasks, session.context, session.table_schemas)
+    finally:
+        spark.conf.unset(MAX_FILES_CONF)
 
 
 @pytest.fixture(scope="module")
