@@ -221,7 +221,12 @@ def tables_health(tables: str) -> JSONResponse:
             answers.append({"status": 200, **health_of(catalog, namespace, table)})
         except HealthUnavailableError as unavailable:
             answers.append(
-                {"status": unavailable.status, "detail": unavailable.detail, "catalog": catalog, "table": table}
+                {
+                    "status": unavailable.status,
+                    "detail": unavailable.detail,
+                    "catalog": catalog,
+                    "table": f"{namespace}.{table}",  # as a health answer names it
+                }
             )
     return JSONResponse({"tables": answers})
 

@@ -104,6 +104,8 @@ def test_a_group_of_tables_is_answered_in_one_request_as_one_by_one(logged_in, h
     alone = logged_in.get(f"{URL_PREFIX}/health/api/tables/testing/health_api/events").json()
     assert found == {"status": 200, **alone}
     assert (missing["status"], broken["status"]) == (404, 502)
+    tables = [entry["table"] for entry in (found, missing, broken)]
+    assert tables == ["health_api.events", "health_api.missing", "ns.t"]  # each named as a health answer names it
     assert "has no table health_api.missing" in missing["detail"] and secret not in answer.text
 
 
