@@ -113,8 +113,8 @@ def _spec_rows(connection: Any, paths: list[str], small: int, fragment: int) -> 
     the first manifest lacks the content field."""
     try:
         return _manifest_rows(connection, paths, small, fragment)
-    except Exception as error:
-        if "content" not in str(error) or len(paths) == 1:
+    except Exception as error:  # one manifest alone already read as data files (``_manifest_rows``)
+        if "content" not in str(error):
             raise
         return [row for path in paths for row in _manifest_rows(connection, [path], small, fragment)]
 
