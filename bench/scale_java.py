@@ -30,6 +30,7 @@ sys.path.insert(0, str(BENCH_DIR))
 import scale_files  # noqa: E402
 import scale_tables as st  # noqa: E402
 import side_by_side_jobs as sbs  # noqa: E402
+from readers import process_tree_cpu_seconds  # noqa: E402
 from side_by_side_java import CATALOG_DDL, catalog_conf, spark_session  # noqa: E402
 
 
@@ -351,7 +352,7 @@ class ScaleJavaRunner:
         files, the data files' sizes), collected to the driver; planning and the scan timed together."""
         small, fragment = int(request["small"]), int(request["fragment"])
         jvm_pid = int(self.jvm.java.lang.ProcessHandle.current().pid())
-        cpu_started = _process_cpu_seconds(jvm_pid)  # every thread of the JVM, as ours counts its process's
+        cpu_started = process_tree_cpu_seconds(jvm_pid)  # every thread of the JVM, as ours counts its process's
         started = time.perf_counter()
         files_table = f"{self.fq(request['table'])}.files"
         # An unpartitioned table's files table has no partition column: one group per content.
@@ -366,7 +367,7 @@ class ScaleJavaRunner:
         seconds = time.perf_counter() - started
         return {
             "seconds": seconds,
-            "cpu_seconds": _process_cpu_seconds(jvm_pid) - cpu_started,
+            "cpu_seconds": process_tree_cpu_seconds(jvm_pid) - cpu_started,
             "partitions": len({row["partition"] for row in rows}),
             "data_files": sum(row["files"] for row in rows if row["content"] == 0),
             "delete_files": sum(row["files"] for row in rows if row["content"] != 0),
@@ -392,12 +393,6 @@ class ScaleJavaRunner:
     def spark_submit_args(self, request: dict[str, Any]) -> dict[str, Any]:
         """The jars and settings a cold ``spark-submit`` of a Java job needs."""
         return {"jars": ",".join(self.jars), "conf": self.conf}
-
-
-def _process_cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of process ``pid`` so far (``/proc/<pid>/stat``, fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def link_commit_dirs(source: Path, data_root: Path, files: int, shape: st.Shape) -> list[Path]:
